@@ -1,0 +1,7 @@
+"""``python -m daemon_client``: the ``daemon-client`` command."""
+
+import sys
+
+from daemon_client.cli import main
+
+sys.exit(main())

@@ -1,0 +1,276 @@
+"""``Client``: the user's entry point. Configuration, lifecycle and blocking requests.
+
+Every public method is thread-safe. Blocking methods wait on the calling thread, always
+with a timeout; they may be called from callbacks (replies are delivered by the reader
+thread, not the callback thread). Callbacks run on the callback thread chosen by
+``callback_executor`` (see :mod:`daemon_client.dispatch`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import ssl
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from types import TracebackType
+from typing import Any
+
+from daemon_client.config import (
+    DEFAULT_APP_VERSION,
+    Heartbeat,
+    ReconnectPolicy,
+    password_from_env,
+    url_from_env,
+)
+from daemon_client.connection import Connection, ConnectionOptions, ConnectionState, StateListener
+from daemon_client.dispatch import CallbackExecutor, Dispatcher, next_name
+from daemon_client.protocol.codec import structure
+from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.models import ServerInfo, SessionPong
+from daemon_client.protocol.replies import default_timeout_for
+from daemon_client.registry import PushHandler, PushRegistry
+from daemon_client.requests import RequestTable
+from daemon_client.timers import TimerThread
+from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
+from daemon_client.transport.websocket import WebSocketTransport
+
+_CLOSED_GRACE = 1.0
+
+
+class Client:
+    """A synchronous, threaded client of one Paseo daemon.
+
+    Args:
+        url: ``ws://host:port/ws`` (or ``wss://``). Default: ``PASEO_URL``, else
+            ``ws://127.0.0.1:6767/ws``.
+        password: the daemon's password. Default: ``PASEO_PASSWORD``, else none.
+        client_id: the id the daemon keys this client's session by; unique per
+            instance and stable across its reconnects. Default ``daemon-client-<uuid4>``.
+        app_version: the Paseo version announced in ``hello`` (not this package's).
+        connect_timeout: seconds from opening the socket to ``server_info``.
+        request_timeout: default timeout of requests without a per-family default.
+        reconnect: :class:`ReconnectPolicy`. heartbeat: :class:`Heartbeat`.
+        callback_executor: ``None`` (a dispatcher thread), ``"manual"`` (callbacks
+            run inside :meth:`process_events`), or ``post(fn)`` for GUI loops.
+        on_callback_error: called with every exception a callback raises.
+        strict: keep callback errors and raise them from :meth:`raise_callback_errors`
+            and :meth:`close` (for tests).
+        transport_factory: makes the transport of each connection attempt.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        password: str | None = None,
+        client_id: str | None = None,
+        app_version: str = DEFAULT_APP_VERSION,
+        connect_timeout: float = 15.0,
+        request_timeout: float = 60.0,
+        reconnect: ReconnectPolicy | None = None,
+        heartbeat: Heartbeat | None = None,
+        callback_executor: CallbackExecutor = None,
+        on_callback_error: Callable[[BaseException], None] | None = None,
+        strict: bool = False,
+        transport_factory: Callable[[], Transport] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        logger: logging.Logger | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        if connect_timeout <= 0 or request_timeout <= 0:
+            raise ValueError("timeouts must be > 0")
+        self._log = logger or logging.getLogger("daemon_client")
+        self._name = next_name("daemon-client")
+        self._url = url_from_env(url)
+        self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
+        self._request_timeout = request_timeout
+        self._dispatcher = Dispatcher(
+            name=f"{self._name}-dispatch",
+            executor=callback_executor,
+            on_error=on_callback_error,
+            strict=strict,
+            logger=self._log.getChild("dispatch"),
+        )
+        self._timers = TimerThread(f"{self._name}-timer")
+        self._requests = RequestTable(self._timers, self._dispatcher.post)
+        self._pushes = PushRegistry(self._dispatcher.post)
+        options = ConnectionOptions(
+            url=self._url,
+            client_id=self._client_id,
+            app_version=app_version,
+            password=password_from_env(password),
+            connect_timeout=connect_timeout,
+            reconnect=reconnect or ReconnectPolicy(),
+            heartbeat=heartbeat or Heartbeat(),
+            transport_factory=transport_factory or WebSocketTransport,
+            ssl_context=ssl_context,
+            max_frame_bytes=max_frame_bytes,
+            rng=rng,
+        )
+        self._connection = Connection(
+            options,
+            requests=self._requests,
+            dispatcher=self._dispatcher,
+            timers=self._timers,
+            on_push=self._pushes.route,
+            name=self._name,
+            logger=self._log.getChild("connection"),
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+    def connect(self, timeout: float | None = None) -> ServerInfo:
+        """Connect and complete the handshake; return the daemon's ``server_info``.
+
+        Blocks the calling thread up to ``timeout`` (default: ``connect_timeout`` plus a
+        grace). If this first attempt fails it raises (``ConnectionLost``,
+        ``ConnectTimeout``, ``AuthenticationError``, ``ProtocolError``) and the client
+        stays disconnected, unless ``ReconnectPolicy(retry_initial_connect=True)``.
+        Once connected, drops are healed by automatic reconnects.
+        """
+        return self._connection.connect(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Close for good. Idempotent; safe from any thread, including callbacks.
+
+        Sends close 1000, fails pending requests with :class:`ClientClosed`, delivers the
+        last state change, and stops every thread the client started (joins are bounded
+        by ``timeout``; the calling thread is never joined). In strict mode, raises
+        :class:`~daemon_client.errors.CallbackError` for callback errors not raised yet.
+        """
+        self._connection.close(timeout)
+        self._timers.stop(timeout)
+        self._dispatcher.stop(timeout)
+        if not self._dispatcher.on_dispatch_thread():
+            self._dispatcher.raise_errors()
+
+    def __enter__(self) -> Client:
+        if self.state is ConnectionState.IDLE:
+            try:
+                self.connect()
+            except BaseException:
+                self.close()
+                raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def client_id(self) -> str:
+        return self._client_id
+
+    @property
+    def state(self) -> ConnectionState:
+        """The current :class:`ConnectionState`."""
+        return self._connection.state
+
+    @property
+    def server_info(self) -> ServerInfo | None:
+        """The ``server_info`` of the current connection; ``None`` while not connected."""
+        return self._connection.server_info
+
+    @property
+    def host_kind(self) -> HostKind | None:
+        """How the connected daemon routes observations; decided once per connection."""
+        return self._connection.host_kind
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """Why the last connection or connection attempt ended."""
+        return self._connection.last_error
+
+    def on_state_change(self, callback: StateListener) -> Callable[[], None]:
+        """Call ``callback(old, new, reason)`` on the callback thread: once with the current
+        state, then on every transition. Returns a function that removes it."""
+        return self._connection.add_state_listener(callback)
+
+    def add_push_listener(self, handler: PushHandler, message_types: Iterable[str] | None = None) -> Callable[[], None]:
+        """Low level: call ``handler(SessionMessage)`` on the callback thread for every daemon
+        push (not replies) of the given types, or of every type. Returns the remover."""
+        return self._pushes.add(handler, message_types)
+
+    # ------------------------------------------------------------------ callbacks
+    def process_events(self, timeout: float | None = 0.0, max_events: int | None = None) -> int:
+        """With ``callback_executor="manual"``: run pending callbacks on this thread.
+
+        Waits up to ``timeout`` s for the first (``None``: until one arrives); returns
+        how many ran.
+        """
+        return self._dispatcher.process_events(timeout, max_events)
+
+    def flush_callbacks(self, timeout: float = 5.0) -> bool:
+        """Wait until every callback queued so far has run; False on timeout.
+
+        Raises :class:`~daemon_client.errors.WouldDeadlock` on the callback thread.
+        """
+        return self._dispatcher.flush(timeout)
+
+    def raise_callback_errors(self) -> None:
+        """Strict mode: raise ``CallbackError`` for the first callback error not raised yet."""
+        self._dispatcher.raise_errors()
+
+    # ------------------------------------------------------------------ requests
+    def request_async(self, message: Mapping[str, Any], *, timeout: float | None = None) -> Future[dict[str, Any]]:
+        """Send a request and return a future of its reply payload. Never blocks.
+
+        ``message`` is the session message with its fields flat beside ``type``; a
+        ``requestId`` is added unless given. The future fails with ``RpcError``,
+        ``RequestTimeout``, ``ConnectionLost`` or ``ClientClosed``; its done-callbacks run
+        on the callback thread. Raises ``NotConnected`` / ``ClientClosed`` at once when
+        the client is idle, disconnected or closed; while connecting the request waits.
+        """
+        request_type = str(message.get("type", ""))
+        wait = timeout if timeout is not None else default_timeout_for(request_type, self._request_timeout)
+        return self._connection.submit(message, wait)
+
+    def request(self, message: Mapping[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        """Send a request and block until its reply payload (see :meth:`request_async`)."""
+        request_type = str(message.get("type", ""))
+        wait = timeout if timeout is not None else default_timeout_for(request_type, self._request_timeout)
+        if "requestId" not in message:
+            message = {**message, "requestId": self._requests.new_request_id()}
+        future = self._connection.submit(message, wait)
+        try:
+            return future.result(wait + _CLOSED_GRACE)
+        except FutureTimeout:
+            self._requests.expire(str(message["requestId"]))
+            return future.result(0)
+
+    def ping(self, timeout: float = 5.0) -> SessionPong:
+        """Measure the round trip with a session ``ping``; ``round_trip`` is in seconds."""
+        started = time.monotonic()
+        payload = self.request({"type": "ping", "clientSentAt": int(time.time() * 1000)}, timeout=timeout)
+        pong = structure(payload, SessionPong)
+        return SessionPong(
+            request_id=pong.request_id,
+            server_received_at=pong.server_received_at,
+            server_sent_at=pong.server_sent_at,
+            client_sent_at=pong.client_sent_at,
+            round_trip=time.monotonic() - started,
+        )
+
+    def __repr__(self) -> str:
+        return f"<Client {self._url} {self.state.value}>"
+
+
+def connect(url: str | None = None, *, timeout: float | None = None, **options: Any) -> Client:
+    """Create a :class:`Client`, connect it, and return it (use it as a context manager)."""
+    client = Client(url, **options)
+    try:
+        client.connect(timeout)
+    except BaseException:
+        client.close()
+        raise
+    return client

@@ -1,0 +1,110 @@
+"""What the handshake sends and how its failures are read (protocol 1.3, 1.4, 1.8, 10.4).
+
+Pure functions used by the connection supervisor's reader thread: the ``hello``, the
+authentication carriers of the upgrade request, and the mapping of close codes and
+``hello.rejected`` to exceptions that say what to do.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from daemon_client.config import is_token_safe
+from daemon_client.errors import (
+    AuthenticationError,
+    ConnectionLost,
+    DaemonClientError,
+    ProtocolError,
+    ProtocolVersionError,
+)
+from daemon_client.protocol.hosts import CLIENT_CAPABILITIES
+from daemon_client.protocol.models import Hello, HelloRejected, PasswordAuth
+
+CLOSE_HELLO_TIMEOUT = 4001
+CLOSE_INVALID = 4002
+CLOSE_INCOMPATIBLE = 4003
+CLOSE_UNAUTHORIZED = 4401
+
+
+def build_hello(client_id: str, app_version: str, password: str | None) -> Hello:
+    """The hello this client sends on every socket."""
+    return Hello(
+        client_id=client_id,
+        client_type="cli",
+        protocol_version=1,
+        app_version=app_version,
+        capabilities=dict(CLIENT_CAPABILITIES),
+        auth=PasswordAuth(password) if password else None,
+    )
+
+
+def auth_carriers(password: str | None) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Upgrade headers and subprotocols carrying ``password`` (only if it is token-safe)."""
+    if not password or not is_token_safe(password):
+        return {}, ()
+    return {"Authorization": f"Bearer {password}"}, (f"paseo.bearer.{password}",)
+
+
+@attrs.frozen
+class Failure:
+    """Why a connection attempt or connection ended, and whether to stop reconnecting."""
+
+    error: DaemonClientError
+    terminal: bool = False
+
+
+def _auth_error(reason: str, password: str | None) -> AuthenticationError:
+    if not password:
+        hint = "The daemon requires a password: pass password=... or set PASEO_PASSWORD."
+    elif not is_token_safe(password):
+        hint = (
+            "This password has characters that cannot travel in the WebSocket subprotocol, the only carrier "
+            "older daemons (0.1.65) read; use letters, digits and !#$%&'*+-.^_`|~ only, or update the daemon."
+        )
+    else:
+        hint = "Check the password (PASEO_PASSWORD) and call connect() again."
+    return AuthenticationError(f"The daemon rejected the credentials: {reason}. {hint}", reason=reason)
+
+
+def failure_for_rejection(rejection: HelloRejected, password: str | None) -> Failure:
+    """``hello.rejected`` → the terminal failure it means."""
+    if rejection.reason == "incompatible_protocol":
+        return Failure(
+            ProtocolVersionError(
+                "The daemon does not accept protocol version 1 (hello.rejected: incompatible_protocol); "
+                "update the daemon or this client."
+            ),
+            terminal=True,
+        )
+    readable = {"password_required": "password required", "incorrect_password": "incorrect password"}
+    return Failure(_auth_error(readable.get(rejection.reason, rejection.reason), password), terminal=True)
+
+
+def failure_for_close(
+    code: int | None, reason: str, *, rejection: HelloRejected | None, password: str | None
+) -> Failure:
+    """A close from the daemon → the failure it means (protocol 1.8 and 10.4)."""
+    if rejection is not None and code in (None, CLOSE_UNAUTHORIZED, CLOSE_INCOMPATIBLE):
+        return failure_for_rejection(rejection, password)
+    if code == CLOSE_UNAUTHORIZED:
+        return Failure(_auth_error(reason or "unauthorized (4401)", password), terminal=True)
+    if code == CLOSE_INCOMPATIBLE:
+        return Failure(
+            ProtocolVersionError(
+                f"The daemon closed the connection: {reason or 'Incompatible protocol version'} (4003); "
+                "update the daemon or this client."
+            ),
+            terminal=True,
+        )
+    if code == CLOSE_INVALID:
+        return Failure(
+            ProtocolError(
+                f"The daemon rejected a frame from this client: {reason or 'invalid'} (4002). "
+                "This is a daemon_client defect; please report it with a debug log."
+            ),
+            terminal=True,
+        )
+    if code is None:
+        return Failure(ConnectionLost(reason or "Connection lost"))
+    detail = f"{reason} ({code})" if reason else f"close code {code}"
+    return Failure(ConnectionLost(f"The daemon closed the connection: {detail}"))

@@ -1,0 +1,63 @@
+"""Wire models, codec and host capabilities of the Paseo daemon protocol."""
+
+from daemon_client.protocol.codec import (
+    MalformedFrame,
+    converter,
+    decode_frame,
+    encode,
+    encode_hello,
+    encode_session,
+    parse_server_info,
+    parse_status,
+    structure,
+    unstructure,
+)
+from daemon_client.protocol.hosts import CLIENT_CAPABILITIES, HostKind, decide_host_kind
+from daemon_client.protocol.models import (
+    Hello,
+    HelloRejected,
+    InboundFrame,
+    PasswordAuth,
+    Ping,
+    Pong,
+    RpcErrorPayload,
+    ServerInfo,
+    SessionMessage,
+    SessionPing,
+    SessionPong,
+    StatusPayload,
+    UnknownMessage,
+)
+from daemon_client.protocol.replies import ReplyMatcher, default_timeout_for, reply_for
+
+__all__ = [
+    "CLIENT_CAPABILITIES",
+    "Hello",
+    "HelloRejected",
+    "HostKind",
+    "InboundFrame",
+    "MalformedFrame",
+    "PasswordAuth",
+    "Ping",
+    "Pong",
+    "ReplyMatcher",
+    "RpcErrorPayload",
+    "ServerInfo",
+    "SessionMessage",
+    "SessionPing",
+    "SessionPong",
+    "StatusPayload",
+    "UnknownMessage",
+    "converter",
+    "decide_host_kind",
+    "decode_frame",
+    "default_timeout_for",
+    "encode",
+    "encode_hello",
+    "encode_session",
+    "parse_server_info",
+    "parse_status",
+    "reply_for",
+    "structure",
+    "unstructure",
+]

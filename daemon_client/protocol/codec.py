@@ -1,0 +1,188 @@
+"""Encoding and decoding of frames, and the one cattrs converter that owns wire naming.
+
+``decode_frame`` runs on the reader thread for every inbound frame, so it does the
+least it can: parse JSON (orjson when the ``fast`` extra is installed), check the
+envelope, and hand back a :class:`SessionMessage` tuple. Typed models are built later,
+by whoever needs them, with :func:`structure`. Unknown fields are ignored; unknown
+message types become :class:`UnknownMessage`; anything malformed raises
+:class:`MalformedFrame`, which the reader logs and skips.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from daemon_client.errors import ProtocolError
+from daemon_client.protocol.models import (
+    Hello,
+    HelloRejected,
+    InboundFrame,
+    Pong,
+    ServerInfo,
+    SessionMessage,
+    StatusPayload,
+    UnknownMessage,
+)
+
+T = TypeVar("T")
+
+_loads: Callable[[str], Any]
+_dumps: Callable[[Any], str]
+try:  # the optional ``fast`` extra
+    import orjson
+
+    _loads = orjson.loads
+
+    def _dumps(obj: Any) -> str:
+        return orjson.dumps(obj).decode("utf-8")
+
+except ImportError:  # pragma: no cover - exercised when orjson is absent
+    _loads = json.loads
+    _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+class MalformedFrame(ProtocolError):
+    """An inbound frame that is not a usable protocol frame; it is logged and skipped."""
+
+
+def to_camel(name: str) -> str:
+    """``server_id`` → ``serverId``: the wire's naming of a snake_case attribute."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+_RAW_FIELD = "raw"
+converter = cattrs.Converter()
+
+
+def _structure_factory(cls: type[Any]) -> Callable[[Any, type[Any]], Any]:
+    overrides = {a.name: override(rename=to_camel(a.name)) for a in attrs.fields(cls) if a.name != _RAW_FIELD}
+    return make_dict_structure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
+
+
+def _unstructure_factory(cls: type[Any]) -> Callable[[Any], Any]:
+    overrides = {
+        a.name: override(rename=to_camel(a.name), omit_if_default=a.default is None)
+        for a in attrs.fields(cls)
+        if a.name != _RAW_FIELD
+    }
+    return make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
+
+
+converter.register_structure_hook_factory(attrs.has, _structure_factory)
+converter.register_unstructure_hook_factory(attrs.has, _unstructure_factory)
+
+
+def structure(payload: Mapping[str, Any], cls: type[T]) -> T:
+    """Build a model from a wire payload; raise :class:`ProtocolError` if it does not fit."""
+    try:
+        return converter.structure(payload, cls)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        detail = "; ".join(cattrs.transform_error(exc)) if isinstance(exc, cattrs.BaseValidationError) else str(exc)
+        raise ProtocolError(f"cannot read {cls.__name__} from the daemon's payload: {detail}") from exc
+
+
+def unstructure(model: Any) -> dict[str, Any]:
+    """The wire dict of a model (camelCase keys, unset optional fields omitted)."""
+    result: dict[str, Any] = converter.unstructure(model)
+    return result
+
+
+def _blank_to_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def parse_server_info(payload: Mapping[str, Any]) -> ServerInfo:
+    """``server_info`` payload → :class:`ServerInfo` (blank hostname/version become ``None``)."""
+    info = structure(payload, ServerInfo)
+    features = payload.get("features")
+    return attrs.evolve(
+        info,
+        hostname=_blank_to_none(info.hostname),
+        version=_blank_to_none(info.version),
+        features=dict(features) if isinstance(features, Mapping) else {},
+    )
+
+
+def parse_status(payload: Mapping[str, Any]) -> StatusPayload:
+    """Any ``status`` payload; unknown ``status`` values are kept, not rejected."""
+    return StatusPayload(status=str(payload.get("status", "")), raw=dict(payload))
+
+
+_PONG = Pong()
+
+
+def decode_frame(text: str) -> InboundFrame:
+    """Decode one inbound text frame (reader thread). Raises :class:`MalformedFrame`."""
+    try:
+        obj = _loads(text)
+    except ValueError as exc:
+        raise MalformedFrame(f"frame is not valid JSON ({exc})") from None
+    if type(obj) is not dict:
+        raise MalformedFrame("frame is not a JSON object")
+    kind = obj.get("type")
+    if kind == "session":
+        message = obj.get("message")
+        if type(message) is not dict:
+            raise MalformedFrame("session frame without a message object")
+        message_type = message.get("type")
+        if type(message_type) is not str:
+            raise MalformedFrame("session message without a string type")
+        payload = message.get("payload")
+        if payload is None:
+            payload = {key: value for key, value in message.items() if key != "type"}
+        elif type(payload) is not dict:
+            raise MalformedFrame(f"{message_type} payload is not an object")
+        return SessionMessage(message_type, payload)
+    if kind == "pong":
+        return _PONG
+    if kind == "hello.rejected":
+        accepts = obj.get("accepts")
+        return HelloRejected(
+            reason=str(obj.get("reason") or "unknown"),
+            accepts=tuple(str(a) for a in accepts) if isinstance(accepts, list) else (),
+        )
+    return UnknownMessage(obj)
+
+
+def encode(obj: Mapping[str, Any]) -> str:
+    """Compact JSON text of a frame."""
+    return _dumps(obj)
+
+
+def encode_hello(hello: Hello) -> str:
+    """The ``hello`` frame's text."""
+    body = unstructure(hello)
+    return _dumps({"type": body.pop("type"), **body})
+
+
+def encode_session(message: Mapping[str, Any]) -> str:
+    """Wrap a client → daemon message (fields flat beside ``type``) in the session envelope."""
+    return _dumps({"type": "session", "message": message})
+
+
+PING_FRAME = '{"type":"ping"}'
+
+
+def redact_hello(text: str) -> str:
+    """A hello frame's text with the password removed, for logs."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return "<hello>"
+    auth = obj.get("auth")
+    if isinstance(auth, dict) and "password" in auth:
+        auth["password"] = "***"
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def preview(data: str | bytes, limit: int = 200) -> str:
+    """A frame truncated for a log line."""
+    text = data if isinstance(data, str) else data.decode("utf-8", errors="replace")
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"

@@ -1,0 +1,85 @@
+"""Which daemon message answers which request (protocol.md 2.2), and default timeouts (2.6).
+
+Pure lookups, called on the caller's thread when a request is made and on the reader
+thread when a reply is matched.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class ReplyMatcher:
+    """The reply a request waits for: a message type, and for ``status`` replies the statuses."""
+
+    type: str
+    statuses: frozenset[str] | None = None
+
+    def matches(self, message_type: str, payload: dict[str, object]) -> bool:
+        if message_type != self.type:
+            return False
+        return self.statuses is None or payload.get("status") in self.statuses
+
+
+_EXCEPTIONS: dict[str, ReplyMatcher] = {
+    "ping": ReplyMatcher("pong"),
+    "create_agent_request": ReplyMatcher("status", frozenset({"agent_created", "agent_create_failed"})),
+    "import_agent_request": ReplyMatcher("status", frozenset({"agent_resumed", "agent_create_failed"})),
+    "resume_agent_request": ReplyMatcher("status", frozenset({"agent_resumed"})),
+    "refresh_agent_request": ReplyMatcher("status", frozenset({"agent_refreshed"})),
+    "restart_server_request": ReplyMatcher("status", frozenset({"restart_requested"})),
+    "shutdown_server_request": ReplyMatcher("status", frozenset({"shutdown_requested"})),
+    "archive_agent_request": ReplyMatcher("agent_archived"),
+    "delete_agent_request": ReplyMatcher("agent_deleted"),
+    "subscribe_terminals_request": ReplyMatcher("terminals_changed"),
+}
+
+
+def reply_for(request_type: str) -> ReplyMatcher:
+    """The reply matcher of ``request_type`` by the naming rule and its exceptions."""
+    known = _EXCEPTIONS.get(request_type)
+    if known is not None:
+        return known
+    if request_type.endswith("_request"):
+        return ReplyMatcher(request_type[: -len("_request")] + "_response")
+    if request_type.endswith(".request"):
+        return ReplyMatcher(request_type[: -len(".request")] + ".response")
+    if "/" in request_type:
+        return ReplyMatcher(request_type + "/response")
+    return ReplyMatcher(request_type + "_response")
+
+
+_TIMEOUTS: dict[str, float] = {
+    "ping": 5.0,
+    "fetch_agents_request": 15.0,
+    "fetch_workspaces_request": 15.0,
+    "project.list.request": 15.0,
+    "fetch_agent_request": 15.0,
+    "fetch_agent_history_request": 15.0,
+    "agent.timeline.set_subscription.request": 15.0,
+    "session.events.set_subscription.request": 15.0,
+    "subscription.release.request": 15.0,
+    "fetch_agent_timeline_request": 30.0,
+    "cancel_agent_request": 15.0,
+    "archive_agent_request": 15.0,
+    "update_agent_request": 15.0,
+    "send_agent_message_request": 30.0,
+    "create_agent_request": 60.0,
+    "agent.create.request": 120.0,
+    "open_project_request": 15.0,
+    "archive_workspace_request": 30.0,
+    "get_providers_snapshot_request": 15.0,
+    "list_available_providers_request": 30.0,
+    "list_provider_models_request": 90.0,
+    "list_provider_modes_request": 90.0,
+    "refresh_providers_snapshot_request": 120.0,
+    "provider_diagnostic_request": 180.0,
+}
+
+
+def default_timeout_for(request_type: str, fallback: float) -> float:
+    """The default timeout of a request type (protocol 2.6), else ``fallback``."""
+    if request_type.startswith("set_agent_") and request_type.endswith("_request"):
+        return 15.0
+    return _TIMEOUTS.get(request_type, fallback)

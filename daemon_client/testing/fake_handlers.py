@@ -1,0 +1,286 @@
+"""Request handling of the fake daemon: the handler registry, ``RequestContext`` and built-ins.
+
+Owns the table of known request schemas (required fields, protocol.md sections 4-9), the
+:class:`HandlerRegistry` keyed by request type, the reply naming rule (protocol.md 2.2) and
+the built-in handlers. Other modules extend every new fake with :func:`register_extension`
+or one fake with ``fake.registry.register(...)``.
+
+Handlers run on the reader thread of the connection that received the request (a
+``fake-daemon-mem-*`` thread in memory, a websockets handler thread on loopback), never
+while the fake's lock is held; the registry itself may be changed from any thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from daemon_client.protocol.hosts import HostKind
+
+if TYPE_CHECKING:
+    from daemon_client.testing.fake_connection import FakeConnection
+    from daemon_client.testing.fake_core import DaemonCore, Session
+    from daemon_client.testing.fake_daemon import FakeDaemon
+
+__all__ = [
+    "KNOWN_REQUESTS",
+    "DisconnectHook",
+    "Handler",
+    "HandlerRegistry",
+    "RequestContext",
+    "RequestSchema",
+    "default_registry",
+    "epoch_ms",
+    "register_extension",
+    "reply_type_for",
+]
+
+Handler = Callable[["RequestContext"], None]
+"""A request handler: answers (or deliberately does not answer) one request."""
+
+DisconnectHook = Callable[["FakeConnection"], None]
+"""Called on the reader thread after a connection ended and left its session."""
+
+
+@attrs.frozen
+class RequestSchema:
+    """What the fake validates before a handler runs (protocol.md 1.8)."""
+
+    request_type: str
+    required: tuple[str, ...] = ()
+    """Fields besides ``requestId`` that must be present."""
+    request_id_optional: bool = False
+    """``True`` for requests such as ``cancel_agent_request`` whose ``requestId`` may be absent."""
+
+
+def _schemas(*entries: RequestSchema) -> dict[str, RequestSchema]:
+    return {entry.request_type: entry for entry in entries}
+
+
+KNOWN_REQUESTS: Mapping[str, RequestSchema] = _schemas(
+    RequestSchema("ping"),
+    RequestSchema("fetch_agents_request"),
+    RequestSchema("fetch_agent_request", ("agentId",)),
+    RequestSchema("fetch_agent_history_request"),
+    RequestSchema("fetch_agent_timeline_request", ("agentId",)),
+    RequestSchema("fetch_workspaces_request"),
+    RequestSchema("create_agent_request", ("config",)),
+    RequestSchema("agent.create.request", ("config",)),
+    RequestSchema("creation.subscribe.request", ("idempotencyKey",)),
+    RequestSchema("send_agent_message_request", ("agentId", "text")),
+    RequestSchema("wait_for_finish_request", ("agentId",)),
+    RequestSchema("cancel_agent_request", ("agentId",), request_id_optional=True),
+    RequestSchema("archive_agent_request", ("agentId",)),
+    RequestSchema("delete_agent_request", ("agentId",)),
+    RequestSchema("update_agent_request", ("agentId",)),
+    RequestSchema("refresh_agent_request", ("agentId",)),
+    RequestSchema("clear_agent_attention", ("agentId",), request_id_optional=True),
+    RequestSchema("agent_permission_response", ("agentId", "response")),
+    RequestSchema("agent.timeline.set_subscription.request", ("agentIds",)),
+    RequestSchema("session.events.set_subscription.request", ("events",)),
+    RequestSchema("subscription.release.request", ("subscriptionId",)),
+    RequestSchema("get_providers_snapshot_request"),
+    RequestSchema("refresh_providers_snapshot_request"),
+    RequestSchema("list_available_providers_request"),
+    RequestSchema("list_provider_models_request", ("provider",)),
+    RequestSchema("list_provider_modes_request", ("provider",)),
+    RequestSchema("provider_diagnostic_request", ("provider",)),
+    RequestSchema("project.list.request"),
+    RequestSchema("open_project_request", ("cwd",)),
+    RequestSchema("archive_workspace_request", ("workspaceId",)),
+)
+"""Request types the fake knows the shape of. A known type without a handler is answered
+like an unknown one (``rpc_error`` ``unknown_schema``), as an older daemon would."""
+
+_REPLY_EXCEPTIONS: Mapping[str, str] = {
+    "ping": "pong",
+    "archive_agent_request": "agent_archived",
+    "delete_agent_request": "agent_deleted",
+    "subscribe_terminals_request": "terminals_changed",
+}
+
+
+def reply_type_for(request_type: str) -> str:
+    """The reply type of protocol.md 2.2: ``X_request`` -> ``X_response``, ``X.request`` -> ``X.response``."""
+    if request_type in _REPLY_EXCEPTIONS:
+        return _REPLY_EXCEPTIONS[request_type]
+    if request_type.endswith("_request"):
+        return request_type[: -len("_request")] + "_response"
+    if request_type.endswith(".request"):
+        return request_type[: -len(".request")] + ".response"
+    if "/" in request_type:
+        return request_type + "/response"
+    return request_type + "_response"
+
+
+def epoch_ms() -> int:
+    """Wall-clock time in epoch milliseconds, as the daemon's ``serverReceivedAt``."""
+    return time.time_ns() // 1_000_000
+
+
+class HandlerRegistry:
+    """Handlers and schemas keyed by request type; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._handlers: dict[str, Handler] = {}
+        self._schemas: dict[str, RequestSchema] = dict(KNOWN_REQUESTS)
+        self._disconnect_hooks: list[DisconnectHook] = []
+
+    def register(
+        self,
+        request_type: str,
+        handler: Handler,
+        *,
+        required: Iterable[str] | None = None,
+        request_id_optional: bool | None = None,
+    ) -> None:
+        """Install ``handler`` for ``request_type``, replacing any previous one.
+
+        ``required``/``request_id_optional`` change the validation; ``None`` keeps the
+        known schema (or, for a type the fake does not know, requires only ``requestId``).
+        """
+        with self._lock:
+            old = self._schemas.get(request_type, RequestSchema(request_type))
+            self._schemas[request_type] = RequestSchema(
+                request_type,
+                tuple(required) if required is not None else old.required,
+                old.request_id_optional if request_id_optional is None else request_id_optional,
+            )
+            self._handlers[request_type] = handler
+
+    def handler(
+        self, request_type: str, *, required: Iterable[str] | None = None, request_id_optional: bool | None = None
+    ) -> Callable[[Handler], Handler]:
+        """Decorator form of :meth:`register`."""
+
+        def decorate(func: Handler) -> Handler:
+            self.register(request_type, func, required=required, request_id_optional=request_id_optional)
+            return func
+
+        return decorate
+
+    def unregister(self, request_type: str) -> None:
+        """Remove the handler; the type is then answered as unknown (``unknown_schema``)."""
+        with self._lock:
+            self._handlers.pop(request_type, None)
+
+    def handler_for(self, request_type: str) -> Handler | None:
+        with self._lock:
+            return self._handlers.get(request_type)
+
+    def schema_for(self, request_type: str) -> RequestSchema | None:
+        with self._lock:
+            return self._schemas.get(request_type)
+
+    @property
+    def request_types(self) -> frozenset[str]:
+        """Types that currently have a handler."""
+        with self._lock:
+            return frozenset(self._handlers)
+
+    def add_disconnect_hook(self, hook: DisconnectHook) -> None:
+        """Run ``hook(connection)`` whenever a connection ends (e.g. to release what it owned)."""
+        with self._lock:
+            self._disconnect_hooks.append(hook)
+
+    @property
+    def disconnect_hooks(self) -> tuple[DisconnectHook, ...]:
+        with self._lock:
+            return tuple(self._disconnect_hooks)
+
+
+@attrs.define(eq=False)
+class RequestContext:
+    """One request being handled; passed to every :data:`Handler`."""
+
+    message: dict[str, Any]
+    """The inner session message, fields flat beside ``type`` (as the client sent it)."""
+    request_type: str
+    request_id: str | None
+    connection: FakeConnection
+    replied: bool = False
+
+    @property
+    def core(self) -> DaemonCore:
+        return self.connection.core
+
+    @property
+    def daemon(self) -> FakeDaemon:
+        """The :class:`FakeDaemon` serving this request (for extension state)."""
+        return self.connection.core.daemon
+
+    @property
+    def session(self) -> Session | None:
+        return self.connection.session
+
+    @property
+    def host_kind(self) -> HostKind:
+        return self.connection.core.config.host_kind
+
+    def reply(self, payload: Mapping[str, Any], type: str | None = None) -> None:
+        """Answer with a session message; ``requestId`` is added to the payload.
+
+        The type defaults to the naming rule of protocol.md 2.2. Capable hosts send it to the
+        requesting socket only, legacy hosts to every socket of the session.
+        """
+        body: dict[str, Any] = dict(payload)
+        if self.request_id is not None and "requestId" not in body:
+            body = {"requestId": self.request_id, **body}
+        self.replied = True
+        self.connection.send_session(type or reply_type_for(self.request_type), body)
+
+    def rpc_error(self, error: str, code: str | None = None) -> None:
+        """Answer with ``rpc_error {requestId, requestType, error, code?}``."""
+        payload: dict[str, Any] = {"requestType": self.request_type, "error": error}
+        if code is not None:
+            payload["code"] = code
+        self.reply(payload, type="rpc_error")
+
+    def send(self, message_type: str, payload: Mapping[str, Any]) -> None:
+        """Send a non-reply session message with the same routing as :meth:`reply`."""
+        self.connection.send_session(message_type, dict(payload))
+
+
+def _handle_session_ping(ctx: RequestContext) -> None:
+    received_at = epoch_ms()
+    payload: dict[str, Any] = {}
+    if "clientSentAt" in ctx.message:
+        payload["clientSentAt"] = ctx.message["clientSentAt"]
+    payload["serverReceivedAt"] = received_at
+    payload["serverSentAt"] = max(received_at, epoch_ms())
+    ctx.reply(payload, type="pong")
+
+
+def install_builtin_handlers(registry: HandlerRegistry) -> None:
+    """The handlers every fake starts with: the session ``ping``."""
+    registry.register("ping", _handle_session_ping)
+
+
+_EXTENSIONS_LOCK = threading.Lock()
+_EXTENSIONS: list[Callable[[HandlerRegistry], None]] = [install_builtin_handlers]
+
+
+def register_extension(installer: Callable[[HandlerRegistry], None]) -> Callable[[HandlerRegistry], None]:
+    """Add ``installer`` to the set applied to the registry of every fake created afterwards.
+
+    Usable as a decorator by modules that add agents, timelines, workspaces and so on.
+    """
+    with _EXTENSIONS_LOCK:
+        if installer not in _EXTENSIONS:
+            _EXTENSIONS.append(installer)
+    return installer
+
+
+def default_registry() -> HandlerRegistry:
+    """A new registry with the built-in handlers and every registered extension installed."""
+    registry = HandlerRegistry()
+    with _EXTENSIONS_LOCK:
+        installers = list(_EXTENSIONS)
+    for install in installers:
+        install(registry)
+    return registry

@@ -1,0 +1,89 @@
+"""The ``Transport`` protocol: the only thing the client needs from a WebSocket.
+
+A transport carries whole frames. The connection supervisor's reader thread is the
+only caller of :meth:`Transport.recv`; every other method may be called from any
+thread (the client serialises ``send_text`` behind its own send lock).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+import attrs
+
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+
+class TransportError(Exception):
+    """The transport failed (connect refused, socket error, protocol violation)."""
+
+
+class TransportClosed(TransportError):
+    """The peer closed the connection; ``code``/``reason`` come from its close frame.
+
+    ``code`` is ``None`` when the socket dropped without a close frame.
+    """
+
+    def __init__(self, code: int | None = None, reason: str = "") -> None:
+        self.code = code
+        self.reason = reason
+        super().__init__(f"closed ({code}{': ' + reason if reason else ''})" if code else "connection dropped")
+
+
+class FrameRejected(TransportError):
+    """One inbound frame could not be used (invalid UTF-8, binary, too large).
+
+    The connection stays usable: the reader logs the frame and reads on.
+    """
+
+    def __init__(self, message: str, *, preview: bytes = b"") -> None:
+        super().__init__(message)
+        self.preview = preview
+
+
+@attrs.frozen
+class ConnectParams:
+    """Everything a transport needs to open one connection."""
+
+    url: str
+    timeout: float
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    subprotocols: Sequence[str] = ()
+    ssl_context: ssl.SSLContext | None = None
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+
+
+class Transport(Protocol):
+    """A connected (or connectable) WebSocket carrying text frames."""
+
+    def connect(self, params: ConnectParams) -> None:
+        """Open the connection; raise :class:`TransportError` on failure.
+
+        Must return or raise within ``params.timeout`` seconds.
+        """
+
+    def send_text(self, text: str) -> None:
+        """Send one text frame; raise :class:`TransportError` if the socket is gone."""
+
+    def recv(self) -> str:
+        """Block until the next text frame and return it, strictly UTF-8 decoded.
+
+        Raises :class:`TransportClosed` when the connection ends, :class:`FrameRejected`
+        for a frame that must be skipped (the connection stays usable), and
+        :class:`TransportError` for anything else.
+        """
+
+    def abort(self) -> None:
+        """Drop the connection at once, from any thread; a blocked ``recv`` raises."""
+
+    def close(self, code: int = 1000, reason: str = "") -> None:
+        """Send a close frame (best effort) and release the socket. Idempotent."""
+
+    @property
+    def selected_subprotocol(self) -> str | None:
+        """The subprotocol the server chose, if any."""
+
+
+TransportFactory = Callable[[], Transport]

@@ -1,0 +1,70 @@
+"""Shared fixtures: every test is checked for threads that outlive it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from daemon_client import Client, ReconnectPolicy
+from daemon_client.protocol.hosts import HostKind
+from daemon_client.testing import FakeDaemon
+from daemon_client.testing.threads import assert_no_new_threads, live_threads
+
+TRANSCRIPTS = Path(__file__).resolve().parent / "fixtures" / "paseo-0.1.65"
+KINDS = [kind.value for kind in HostKind]
+TRANSPORTS = ["memory", "loopback"]
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_threads() -> Iterator[None]:
+    """Every test: no thread it started may outlive it (clients and fakes are closed by then)."""
+    before = live_threads()
+    yield
+    assert_no_new_threads(before, timeout=5.0)
+
+
+@pytest.fixture(autouse=True)
+def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="daemon_client")
+
+
+ClientFactory = Callable[..., Client]
+
+
+@pytest.fixture
+def make_client() -> Iterator[Callable[..., Client]]:
+    """``make_client(fake, transport="memory", **options)``: a strict client, closed after the test."""
+    clients: list[Client] = []
+
+    def make(fake: FakeDaemon, transport: str = "memory", **options: object) -> Client:
+        options.setdefault("strict", True)
+        options.setdefault("reconnect", ReconnectPolicy(base_delay=0.05, max_delay=0.2, stable_after=0.5))
+        options.setdefault("connect_timeout", 5.0)
+        if transport == "loopback":
+            client = Client(fake.serve(), **options)  # type: ignore[arg-type]
+        else:
+            client = Client("ws://fake-daemon/ws", transport_factory=fake.transport_factory, **options)  # type: ignore[arg-type]
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def fakes() -> Iterator[Callable[..., FakeDaemon]]:
+    """``fakes(host_kind=..., **options)``: a FakeDaemon, closed after the test."""
+    made: list[FakeDaemon] = []
+
+    def make(host_kind: str | HostKind = "capable", **options: object) -> FakeDaemon:
+        fake = FakeDaemon(host_kind=HostKind(host_kind), **options)  # type: ignore[arg-type]
+        made.append(fake)
+        return fake
+
+    yield make
+    for fake in made:
+        fake.close()
