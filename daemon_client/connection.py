@@ -343,7 +343,7 @@ class Connection:
                 attempt = 0
             delay = policy.delay(attempt, self._opts.rng)
             attempt += 1
-            self._set_state(ConnectionState.DISCONNECTED, f"{lost}; reconnecting in {delay:.1f} s")
+            self._set_state(ConnectionState.DISCONNECTED, f"{lost}; reconnecting in {delay:.2f} s")
             if self._wake.wait(delay):
                 return
 
