@@ -322,11 +322,12 @@ class Connection:
             self._set_state(ConnectionState.CONNECTING, f"attempt {attempt}")
             failure, connected_for = self._run_once()
             self._heartbeat.stop()
+            if self._closing:
+                self._requests.fail_all(lambda _e: ClientClosed("Daemon client closed"))
+                return
             lost = failure.error
             message = str(lost) or "Connection lost"
             self._requests.fail_all(lambda _e, message=message: ConnectionLost(message))  # type: ignore[misc]
-            if self._closing:
-                return
             self._last_error = lost
             if connected_for is not None:
                 self._ever_connected = True
@@ -403,6 +404,8 @@ class Connection:
             return Failure(
                 ConnectionLost(f"Cannot connect to {opts.url}: {exc}. Is the daemon running and is the URL right?")
             )
+        if self._closing:
+            return Failure(ClientClosed("Daemon client closed"))
         if self._frame_log.isEnabledFor(logging.DEBUG):
             self._frame_log.debug("-> %s", redact_hello(self._hello_text))
         try:
