@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -205,10 +206,8 @@ def test_user_executor_receives_callbacks_in_order(fakes, make_client) -> None:
         fake.push("n", {"n": n})
     deadline = time.monotonic() + 5
     while len(seen) < 100 and time.monotonic() < deadline:
-        try:
+        with contextlib.suppress(queue.Empty):
             gui.get(timeout=0.1)()  # the "GUI loop" runs what was posted, on this thread
-        except queue.Empty:
-            pass
     assert seen == list(range(100))
 
 

@@ -75,8 +75,17 @@ def test_every_recorded_daemon_frame_decodes() -> None:
             assert pong.server_received_at is not None
             assert pong.server_sent_at is not None
     # the transcripts cover these message kinds; all of them decoded above
-    for kind in ["status", "pong", "agent_update", "agent_stream", "rpc_error", "fetch_agents_response",
-                 "fetch_agent_timeline_response", "providers_snapshot_update", "workspace_update"]:
+    for kind in [
+        "status",
+        "pong",
+        "agent_update",
+        "agent_stream",
+        "rpc_error",
+        "fetch_agents_response",
+        "fetch_agent_timeline_response",
+        "providers_snapshot_update",
+        "workspace_update",
+    ]:
         assert counts.get(kind, 0) > 0, kind
 
 
@@ -149,8 +158,14 @@ def test_unknown_and_special_top_level_frames() -> None:
 
 def test_unknown_fields_are_tolerated_and_blank_names_become_none() -> None:
     info = parse_server_info(
-        {"status": "server_info", "serverId": "s", "hostname": " ", "version": "", "brandNew": {"x": 1},
-         "features": {"ownedSubscriptions": True, "futureFlag": "yes"}}
+        {
+            "status": "server_info",
+            "serverId": "s",
+            "hostname": " ",
+            "version": "",
+            "brandNew": {"x": 1},
+            "features": {"ownedSubscriptions": True, "futureFlag": "yes"},
+        }
     )
     assert info.hostname is None
     assert info.version is None

@@ -6,6 +6,7 @@ clients are websocket-client sockets with timeouts. No test sleeps to synchronis
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -30,8 +31,14 @@ Event = tuple[Any, ...]
 
 
 def hello(client_id: str = "cid-1", **extra: Any) -> dict[str, Any]:
-    frame: dict[str, Any] = {"type": "hello", "clientId": client_id, "clientType": "cli", "protocolVersion": 1,
-                             "appVersion": "0.1.65", "capabilities": {}}
+    frame: dict[str, Any] = {
+        "type": "hello",
+        "clientId": client_id,
+        "clientType": "cli",
+        "protocolVersion": 1,
+        "appVersion": "0.1.65",
+        "capabilities": {},
+    }
     frame.update(extra)
     return frame
 
@@ -85,8 +92,9 @@ class Client:
 class MemoryClient(Client):
     def __init__(self, fake: FakeDaemon, subprotocols: Sequence[str], headers: Mapping[str, str]) -> None:
         self.transport: MemoryTransport = fake.transport_factory()
-        self.transport.connect(ConnectParams(url="memory://fake", timeout=5.0, headers=dict(headers),
-                                             subprotocols=tuple(subprotocols)))
+        self.transport.connect(
+            ConnectParams(url="memory://fake", timeout=5.0, headers=dict(headers), subprotocols=tuple(subprotocols))
+        )
         self.subprotocol = self.transport.selected_subprotocol
         self.events: queue.Queue[Event] = queue.Queue()
         self.reader = threading.Thread(target=self._read, name="test-memory-reader", daemon=True)
@@ -103,10 +111,9 @@ class MemoryClient(Client):
                 return
 
     def send(self, frame: Mapping[str, Any] | str) -> None:
-        try:  # the fake may already have closed the socket; the close is what the test reads next
+        # the fake may already have closed the socket; the close is what the test reads next
+        with contextlib.suppress(TransportClosed):
             self.transport.send_text(frame if isinstance(frame, str) else json.dumps(frame))
-        except TransportClosed:
-            pass
 
     def send_binary(self, data: bytes) -> None:
         pytest.skip("MemoryTransport clients cannot send binary frames")
@@ -125,17 +132,20 @@ class MemoryClient(Client):
 class LoopbackClient(Client):
     def __init__(self, url: str, subprotocols: Sequence[str], headers: Mapping[str, str]) -> None:
         self.ws = websocket.create_connection(
-            url, timeout=5.0, subprotocols=list(subprotocols) or None, suppress_origin=True,
-            header=[f"{k}: {v}" for k, v in headers.items()], skip_utf8_validation=True,
+            url,
+            timeout=5.0,
+            subprotocols=list(subprotocols) or None,
+            suppress_origin=True,
+            header=[f"{k}: {v}" for k, v in headers.items()],
+            skip_utf8_validation=True,
         )
         sub = self.ws.getsubprotocol()
         self.subprotocol = None if sub is None else str(sub)
 
     def send(self, frame: Mapping[str, Any] | str) -> None:
-        try:  # the fake may already have closed the socket; the close is what the test reads next
+        # the fake may already have closed the socket; the close is what the test reads next
+        with contextlib.suppress(websocket.WebSocketConnectionClosedException, OSError):
             self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
-        except (websocket.WebSocketConnectionClosedException, OSError):
-            pass
 
     def send_binary(self, data: bytes) -> None:
         self.ws.send_binary(data)
@@ -159,7 +169,8 @@ class LoopbackClient(Client):
             return ("invalid", data)
 
     def close(self) -> None:
-        self.ws.close()
+        self.ws.close(timeout=1.0)
+        self.ws.shutdown()  # also after a close frame from the fake, which websocket-client leaves open
 
 
 Connect = Callable[..., Client]
@@ -187,8 +198,9 @@ def make_fake() -> Iterator[Callable[..., FakeDaemon]]:
 def connect(frontend: str) -> Iterator[Callable[..., Client]]:
     clients: list[Client] = []
 
-    def open_client(fake: FakeDaemon, subprotocols: Sequence[str] = (), headers: Mapping[str, str] | None = None
-                    ) -> Client:
+    def open_client(
+        fake: FakeDaemon, subprotocols: Sequence[str] = (), headers: Mapping[str, str] | None = None
+    ) -> Client:
         if frontend == "memory":
             client: Client = MemoryClient(fake, subprotocols, headers or {})
         else:
@@ -217,26 +229,36 @@ def test_handshake_and_server_info_shape(make_fake: Any, connect: Connect, kind:
     }[kind]
     assert set(info) == expected
     assert (info["serverId"], info["hostname"]) == ("srv-fake", "fakehost")
-    assert info["version"] == {HostKind.CAPABLE: "0.9.3", HostKind.SELECTIVE: "0.1.108",
-                               HostKind.BROADCAST: "0.1.65-beta.5"}[kind]
+    assert (
+        info["version"]
+        == {HostKind.CAPABLE: "0.9.3", HostKind.SELECTIVE: "0.1.108", HostKind.BROADCAST: "0.1.65-beta.5"}[kind]
+    )
     if kind is HostKind.BROADCAST:
         assert info["features"] == {"providersSnapshot": True}
     if kind is HostKind.CAPABLE:
-        assert info["protocolVersion"] == 1 and info["features"]["ownedSubscriptions"] is True
+        assert info["protocolVersion"] == 1
+        assert info["features"]["ownedSubscriptions"] is True
     if kind is HostKind.SELECTIVE:
-        assert info["features"]["selectiveAgentTimeline"] is True and "ownedSubscriptions" not in info["features"]
+        assert info["features"]["selectiveAgentTimeline"] is True
+        assert "ownedSubscriptions" not in info["features"]
     (conn,) = fake.wait_for_connections(1)
-    assert conn.client_id == "cid-shape" and conn.hello == hello("cid-shape")
-    assert fake.received[0] == hello("cid-shape") and fake.received[0].connection is conn
-    assert conn.frames == [hello("cid-shape")] and fake.accepted_count == 1
+    assert conn.client_id == "cid-shape"
+    assert conn.hello == hello("cid-shape")
+    assert fake.received[0] == hello("cid-shape")
+    assert fake.received[0].connection is conn
+    assert conn.frames == [hello("cid-shape")]
+    assert fake.accepted_count == 1
 
 
 def test_version_and_features_override(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake(HostKind.SELECTIVE, version="0.2.4", features={"projectList": True,
-                                                                     "explicitEventSubscriptions": False})
+    fake = make_fake(
+        HostKind.SELECTIVE, version="0.2.4", features={"projectList": True, "explicitEventSubscriptions": False}
+    )
     info = connect(fake).handshake()
-    assert info["version"] == "0.2.4" and info["features"]["projectList"] is True
-    assert info["features"]["explicitEventSubscriptions"] is False and info["features"]["selectiveAgentTimeline"]
+    assert info["version"] == "0.2.4"
+    assert info["features"]["projectList"] is True
+    assert info["features"]["explicitEventSubscriptions"] is False
+    assert info["features"]["selectiveAgentTimeline"]
 
 
 def test_ping_before_and_after_hello(make_fake: Any, connect: Connect) -> None:
@@ -256,8 +278,10 @@ def test_session_ping(make_fake: Any, connect: Connect, kind: HostKind) -> None:
     client.handshake()
     client.send(session("ping", requestId="r1", clientSentAt=1795986659141))
     kind_, payload = client.message()
-    assert kind_ == "pong" and set(payload) == {"requestId", "clientSentAt", "serverReceivedAt", "serverSentAt"}
-    assert payload["requestId"] == "r1" and payload["clientSentAt"] == 1795986659141
+    assert kind_ == "pong"
+    assert set(payload) == {"requestId", "clientSentAt", "serverReceivedAt", "serverSentAt"}
+    assert payload["requestId"] == "r1"
+    assert payload["clientSentAt"] == 1795986659141
     assert payload["serverSentAt"] >= payload["serverReceivedAt"] > 1_700_000_000_000
     client.send(session("ping", requestId="r2"))
     assert set(client.message()[1]) == {"requestId", "serverReceivedAt", "serverSentAt"}
@@ -267,17 +291,28 @@ def test_invalid_messages_after_hello(make_fake: Any, connect: Connect) -> None:
     client = connect(make_fake(HostKind.BROADCAST))
     client.handshake()
     client.send(session("no_such_request", requestId="r1"))
-    assert client.message() == ("rpc_error", {"requestId": "r1", "requestType": "no_such_request",
-                                              "error": "Unknown request schema", "code": "unknown_schema"})
+    assert client.message() == (
+        "rpc_error",
+        {
+            "requestId": "r1",
+            "requestType": "no_such_request",
+            "error": "Unknown request schema",
+            "code": "unknown_schema",
+        },
+    )
     client.send(session("fetch_agent_request", requestId="r2"))  # known type, field missing
     assert client.message()[1]["code"] == "unknown_schema"
     for frame in (session("fetch_agent_request"), {"type": "session"}, "this is not json", "[1, 2]"):
         client.send(frame)
         kind, payload = client.message()
-        assert kind == "status" and payload["status"] == "error" and payload["message"].startswith("Invalid message: ")
+        assert kind == "status"
+        assert payload["status"] == "error"
+        assert payload["message"].startswith("Invalid message: ")
     client.send({"type": "bogus_top_level", "requestId": "r3"})
-    assert client.message() == ("rpc_error", {"requestId": "r3", "requestType": "bogus_top_level",
-                                              "error": "Invalid message", "code": "invalid_message"})
+    assert client.message() == (
+        "rpc_error",
+        {"requestId": "r3", "requestType": "bogus_top_level", "error": "Invalid message", "code": "invalid_message"},
+    )
     client.send(session("ping", requestId="r4"))  # the connection is still open
     assert client.message()[0] == "pong"
 
@@ -286,8 +321,12 @@ def test_invalid_messages_after_hello(make_fake: Any, connect: Connect) -> None:
 
 CLOSE_CASES: list[tuple[str, HostKind, list[Any], tuple[int, str]]] = [
     ("second hello", HostKind.BROADCAST, [hello(), hello()], (4002, "Unexpected hello")),
-    ("session first", HostKind.BROADCAST, [session("fetch_agents_request", requestId="r")],
-     (4002, "Session message before hello")),
+    (
+        "session first",
+        HostKind.BROADCAST,
+        [session("fetch_agents_request", requestId="r")],
+        (4002, "Session message before hello"),
+    ),
     ("blank clientId", HostKind.BROADCAST, [hello(" ")], (4002, "Invalid hello")),
     ("empty clientId", HostKind.CAPABLE, [hello("")], (4002, "Invalid hello")),
     ("hub on broadcast", HostKind.BROADCAST, [hello(clientType="hub")], (4002, "Invalid hello")),
@@ -298,8 +337,9 @@ CLOSE_CASES: list[tuple[str, HostKind, list[Any], tuple[int, str]]] = [
 
 
 @pytest.mark.parametrize(("kind", "frames", "close"), [c[1:] for c in CLOSE_CASES], ids=[c[0] for c in CLOSE_CASES])
-def test_hello_validation_closes(make_fake: Any, connect: Connect, kind: HostKind, frames: list[Any],
-                                 close: tuple[int, str]) -> None:
+def test_hello_validation_closes(
+    make_fake: Any, connect: Connect, kind: HostKind, frames: list[Any], close: tuple[int, str]
+) -> None:
     client = connect(make_fake(kind))
     for frame in frames:
         client.send(frame)
@@ -307,7 +347,8 @@ def test_hello_validation_closes(make_fake: Any, connect: Connect, kind: HostKin
     if event[0] == "text":  # the valid first hello of "second hello"
         assert json.loads(event[1])["message"]["payload"]["status"] == "server_info"
         event = client.next()
-    assert event[0] == "close" and event[1:] == close
+    assert event[0] == "close"
+    assert event[1:] == close
 
 
 def test_binary_before_hello_closes(make_fake: Any, connect: Connect) -> None:
@@ -348,10 +389,12 @@ def test_broadcast_auth(make_fake: Any, connect: Connect) -> None:
     fake = make_fake(HostKind.BROADCAST, password=PW)
     assert connect(fake).expect_close() == (4401, "Password required")  # no hello needed
     wrong = connect(fake, subprotocols=["paseo.bearer.wrong"])
-    assert wrong.subprotocol is not None and wrong.subprotocol.lower() == "paseo.bearer.wrong"
+    assert wrong.subprotocol is not None
+    assert wrong.subprotocol.lower() == "paseo.bearer.wrong"
     assert wrong.expect_close() == (4401, "Incorrect password")
     good = connect(fake, subprotocols=[f"paseo.bearer.{PW}"])
-    assert good.subprotocol is not None and good.subprotocol.lower() == f"paseo.bearer.{PW}".lower()
+    assert good.subprotocol is not None
+    assert good.subprotocol.lower() == f"paseo.bearer.{PW}".lower()
     good.handshake()
     header_only = connect(fake, headers={"Authorization": f"Bearer {PW}"})  # ignored by 0.1.65
     assert header_only.expect_close() == (4401, "Password required")
@@ -371,7 +414,8 @@ def test_legacy_and_capable_upgrade_credentials(make_fake: Any, connect: Connect
     fake = make_fake(kind, password=PW)
     connect(fake, headers={"Authorization": f"Bearer {PW}"}).handshake()
     via_sub = connect(fake, subprotocols=["other", f"paseo.bearer.{PW}"])
-    assert via_sub.subprotocol is not None and via_sub.subprotocol.lower() == f"paseo.bearer.{PW}".lower()
+    assert via_sub.subprotocol is not None
+    assert via_sub.subprotocol.lower() == f"paseo.bearer.{PW}".lower()
     via_sub.handshake(hello(auth={"kind": "password", "password": "ignored"}))  # header credential wins
     assert connect(fake, headers={"Authorization": "Bearer nope"}).expect_close() == (4401, "Incorrect password")
     assert connect(fake, subprotocols=["paseo.bearer.nope"]).expect_close() == (4401, "Incorrect password")
@@ -379,19 +423,28 @@ def test_legacy_and_capable_upgrade_credentials(make_fake: Any, connect: Connect
 
 HELLO_AUTH_CASES: list[tuple[str, dict[str, Any], str | None, str]] = [
     ("announced, missing", {"capabilities": CAPS_REJECTION}, "password_required", "Password required"),
-    ("announced, wrong", {"capabilities": CAPS_REJECTION, "auth": {"kind": "password", "password": "x"}},
-     "incorrect_password", "Incorrect password"),
-    ("auth carried, wrong", {"auth": {"kind": "password", "password": "x"}}, "incorrect_password",
-     "Incorrect password"),
+    (
+        "announced, wrong",
+        {"capabilities": CAPS_REJECTION, "auth": {"kind": "password", "password": "x"}},
+        "incorrect_password",
+        "Incorrect password",
+    ),
+    (
+        "auth carried, wrong",
+        {"auth": {"kind": "password", "password": "x"}},
+        "incorrect_password",
+        "Incorrect password",
+    ),
     ("not announced, missing", {}, None, "Password required"),
 ]
 
 
 @pytest.mark.parametrize("kind", [HostKind.CAPABLE, HostKind.SELECTIVE])
-@pytest.mark.parametrize(("extra", "reason", "close_reason"), [c[1:] for c in HELLO_AUTH_CASES],
-                         ids=[c[0] for c in HELLO_AUTH_CASES])
-def test_hello_auth_rejections(make_fake: Any, connect: Connect, kind: HostKind, extra: dict[str, Any],
-                               reason: str | None, close_reason: str) -> None:
+@pytest.mark.parametrize("case", HELLO_AUTH_CASES, ids=[c[0] for c in HELLO_AUTH_CASES])
+def test_hello_auth_rejections(
+    make_fake: Any, connect: Connect, kind: HostKind, case: tuple[str, dict[str, Any], str | None, str]
+) -> None:
+    _, extra, reason, close_reason = case
     client = connect(make_fake(kind, password=PW))
     client.send(hello(**extra))
     if reason is not None:
@@ -420,6 +473,8 @@ def test_same_client_id_shares_responses_on_legacy_hosts(make_fake: Any, connect
     assert first.message()[1]["requestId"] == "from-first"
     if kind is not HostKind.CAPABLE:
         assert second.message()[1]["requestId"] == "from-first"
+    first.send(session("no_such_request", requestId="bad"))  # validation errors go to the socket only
+    assert first.message()[0] == "rpc_error"
     for client in (second, other):  # the next frame is the answer to the client's own request
         client.send(session("ping", requestId="own"))
         assert client.message()[1]["requestId"] == "own"
@@ -471,20 +526,34 @@ def test_on_request_handlers(make_fake: Any, connect: Connect, kind: HostKind) -
     client = connect(fake)
     client.handshake()
     client.send(session("fetch_agent_request", requestId="r1", agentId="a1"))
-    assert client.json()["message"] == {"type": "fetch_agent_response",
-                                        "payload": {"requestId": "r1", "agent": None, "error": None}}
+    assert client.json()["message"] == {
+        "type": "fetch_agent_response",
+        "payload": {"requestId": "r1", "agent": None, "error": None},
+    }
     assert seen[0].message == {"type": "fetch_agent_request", "requestId": "r1", "agentId": "a1"}
-    assert seen[0].request_id == "r1" and seen[0].connection is fake.connections[0] and seen[0].daemon is fake
+    assert seen[0].request_id == "r1"
+    assert seen[0].connection is fake.connections[0]
+    assert seen[0].daemon is fake
     client.send(session("fetch_agent_request", requestId="r2"))  # validation of the known type is kept
     assert client.message()[1]["code"] == "unknown_schema"
     client.send(session("project.list.request", requestId="r3"))
-    assert client.message() == ("rpc_error", {"requestId": "r3", "requestType": "project.list.request",
-                                              "error": "Nope", "code": "custom"})
+    assert client.message() == (
+        "rpc_error",
+        {"requestId": "r3", "requestType": "project.list.request", "error": "Nope", "code": "custom"},
+    )
     client.send(session("archive_workspace_request", requestId="r4", workspaceId="w"))
-    assert client.message() == ("rpc_error", {"requestId": "r4", "requestType": "archive_workspace_request",
-                                              "error": "Request failed: kaputt", "code": "handler_error"})
+    assert client.message() == (
+        "rpc_error",
+        {
+            "requestId": "r4",
+            "requestType": "archive_workspace_request",
+            "error": "Request failed: kaputt",
+            "code": "handler_error",
+        },
+    )
     kind_, payload = client.message()
-    assert kind_ == "activity_log" and payload["type"] == "error"
+    assert kind_ == "activity_log"
+    assert payload["type"] == "error"
 
 
 def test_push_and_wait_for_frame(make_fake: Any, connect: Connect) -> None:
@@ -500,7 +569,8 @@ def test_push_and_wait_for_frame(make_fake: Any, connect: Connect) -> None:
     assert second.message() == ("activity_log", {"n": 1})
     second.send(session("ping", requestId="p"))
     frame = fake.wait_for_frame("ping")
-    assert frame == session("ping", requestId="p") and frame.connection is conn_b
+    assert frame == session("ping", requestId="p")
+    assert frame.connection is conn_b
     assert fake.wait_for_frame(lambda f: f.get("clientId") == "b") == hello("b")
     with pytest.raises(TimeoutError, match="fetch_agents_request"):
         fake.wait_for_frame("fetch_agents_request", timeout=0.05)
@@ -520,7 +590,20 @@ def test_drop_and_close_connections(make_fake: Any, connect: Connect) -> None:
     fake.close_connections(4000, "bye")
     assert client.expect_close() == (4000, "bye")
     fake.wait_for_connections(0)
-    assert fake.connections == [] and fake.accepted_count == 2
+    assert fake.connections == []
+    assert fake.accepted_count == 2
+
+
+def test_peer_close_is_recorded(make_fake: Any, connect: Connect) -> None:
+    fake = make_fake()
+    client = connect(fake)
+    client.handshake()
+    (conn,) = fake.wait_for_connections(1)
+    client.close()
+    conn.wait_ended()
+    assert conn.peer_close_code == 1000
+    assert conn.close_code is None
+    assert not conn.dropped
 
 
 def test_refuse_connections(make_fake: Any, frontend: str) -> None:
@@ -567,8 +650,10 @@ def test_fail_next_and_ignore(make_fake: Any, connect: Connect) -> None:
     client.handshake()
     fake.fail_next("ping")
     client.send(session("ping", requestId="f"))
-    assert client.message() == ("rpc_error", {"requestId": "f", "requestType": "ping",
-                                              "error": "Injected failure", "code": "handler_error"})
+    assert client.message() == (
+        "rpc_error",
+        {"requestId": "f", "requestType": "ping", "error": "Injected failure", "code": "handler_error"},
+    )
     fake.ignore("ping")
     client.send(session("ping", requestId="ignored"))
     client.send({"type": "ping"})
@@ -632,8 +717,9 @@ def test_close_leaves_no_thread(frontend: str) -> None:
         client = MemoryClient(fake, (), {}) if frontend == "memory" else LoopbackClient(fake.serve(), (), {})
         client.handshake(hello(f"t{n}"))
         clients.append(client)
-    started = [t for t in threading.enumerate() if t.name.startswith("fake-daemon")]
-    assert started and all(t.daemon for t in started)
+    started = [t for t in set(threading.enumerate()) - before if t.name != "test-memory-reader"]
+    assert started
+    assert all(t.daemon and t.name.startswith("fake-daemon") for t in started), started
     fake.close()
     fake.close()  # idempotent
     for client in clients:
@@ -670,10 +756,14 @@ def _script_0165_agent_replies(fake: FakeDaemon) -> None:
         return f"Agent not found: {ctx.message['agentId']}"
 
     fake.on_request("fetch_agent_request", lambda c: c.reply({"agent": None, "project": None, "error": not_found(c)}))
-    fake.on_request("wait_for_finish_request", lambda c: c.reply(
-        {"status": "error", "final": None, "error": not_found(c), "lastMessage": None}))
-    fake.on_request("send_agent_message_request", lambda c: c.reply(
-        {"agentId": c.message["agentId"], "accepted": False, "error": not_found(c)}))
+    fake.on_request(
+        "wait_for_finish_request",
+        lambda c: c.reply({"status": "error", "final": None, "error": not_found(c), "lastMessage": None}),
+    )
+    fake.on_request(
+        "send_agent_message_request",
+        lambda c: c.reply({"agentId": c.message["agentId"], "accepted": False, "error": not_found(c)}),
+    )
 
     def cancel(ctx: RequestContext) -> None:
         if ctx.message["agentId"].startswith("709fadbd"):

@@ -171,11 +171,22 @@ def test_requests_while_connecting_wait_and_are_sent_after_the_handshake(fakes, 
 def test_queued_request_times_out_if_the_handshake_never_completes(fakes, make_client) -> None:
     fake = fakes("capable")
     fake.stall_handshake = True
-    client = make_client(fake, connect_timeout=5)
-    threading.Thread(target=lambda: pytest.raises(dc.DaemonClientError, client.connect), daemon=True).start()
+    client = make_client(fake, connect_timeout=0.5)
+    outcome: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            client.connect()
+        except dc.DaemonClientError as exc:
+            outcome.append(exc)
+
+    connecting = threading.Thread(target=connect)
+    connecting.start()
     fake.wait_for_frame("hello")
     with pytest.raises(dc.RequestTimeout, match="waiting for the connection"):
         client.request({"type": "echo_request"}, timeout=0.1)
+    connecting.join(10)
+    assert isinstance(outcome[0], dc.ConnectTimeout)
 
 
 def test_requests_when_idle_disconnected_or_closed(fakes, make_client) -> None:

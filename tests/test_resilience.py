@@ -152,7 +152,7 @@ def test_malformed_and_unknown_frames_are_survived(fakes, make_client, kind, tra
     fake.push("after_the_noise", {"n": 1})
     received = pushes.wait_for(predicate=lambda m: m.type == "after_the_noise")
     assert received[0].payload == {"n": 1}
-    assert [m.type for m in pushes.items][0] == "brand_new_push"
+    assert pushes.items[0].type == "brand_new_push"
     assert client.request({"type": "echo_request"})["ok"] is True
     assert client.state is dc.ConnectionState.CONNECTED
     assert fake.accepted_count == 1

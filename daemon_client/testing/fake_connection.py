@@ -14,13 +14,12 @@ import json
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.testing.fake_core import BEARER_PREFIX, DaemonCore, ReceivedFrame, Session, server_info_payload
-from daemon_client.testing.fake_handlers import RequestContext, epoch_ms
+from daemon_client.testing.fake_handlers import dispatch_session_frame, invalid_message, zod_issue
 
 __all__ = ["FakeConnection", "RecvFn", "ServerSocket", "SocketClosed", "run_connection"]
 
@@ -46,20 +45,19 @@ class ServerSocket(Protocol):
 
 
 class SocketClosed(Exception):
-    """Raised by a :data:`RecvFn` when the connection has ended."""
+    """Raised by a :data:`RecvFn` when the connection has ended.
+
+    ``code``/``reason`` come from the close frame the client sent (``None``: no close frame).
+    """
+
+    def __init__(self, code: int | None = None, reason: str | None = None) -> None:
+        super().__init__(f"closed ({code})")
+        self.code = code
+        self.reason = reason
 
 
 RecvFn = Callable[[float], "str | bytes"]
 """Next client frame (``bytes`` = binary frame); ``TimeoutError`` when none within the timeout."""
-
-
-def _zod_issue(path: Sequence[str], expected: str) -> dict[str, Any]:
-    return {"code": "invalid_type", "expected": expected, "received": "undefined", "path": list(path),
-            "message": "Required"}
-
-
-def _invalid(issues: list[dict[str, Any]]) -> str:
-    return "Invalid message: " + json.dumps(issues, indent=2)
 
 
 class FakeConnection:
@@ -88,6 +86,11 @@ class FakeConnection:
         """Code of the close frame the fake sent, ``None`` if it sent none."""
         self.close_reason: str | None = None
         self.dropped = False
+        self.peer_close_code: int | None = None
+        """Code of the close frame received from the client, ``None`` if none arrived."""
+        self.peer_close_reason: str | None = None
+        self.ended = threading.Event()
+        """Set once the socket ended and the connection left its session."""
         self.frames: list[ReceivedFrame] = []
         self.data: dict[str, Any] = {}
         """Free storage for extensions (owned subscriptions ...)."""
@@ -141,34 +144,40 @@ class FakeConnection:
             target.send_frame(frame)
 
     def send_status_error(self, message: str) -> None:
-        self.send_frame({"type": "session", "message": {"type": "status", "payload": {
-            "status": "error", "message": message}}})
+        self.send_frame(
+            {"type": "session", "message": {"type": "status", "payload": {"status": "error", "message": message}}}
+        )
 
-    def _rpc_error(self, request_id: str, request_type: str | None, error: str, code: str) -> None:
+    def send_rpc_error(
+        self, request_id: str, request_type: str | None, error: str, code: str, *, to_session: bool = True
+    ) -> None:
+        """``rpc_error``; validation errors (``to_session=False``) go to this socket only, as on the daemon."""
         payload: dict[str, Any] = {"requestId": request_id}
         if request_type is not None:
             payload["requestType"] = request_type
         payload.update(error=error, code=code)
-        self.send_session("rpc_error", payload)
+        if to_session:
+            self.send_session("rpc_error", payload)
+        else:
+            self.send_frame({"type": "session", "message": {"type": "rpc_error", "payload": payload}})
 
     def close(self, code: int, reason: str = "") -> None:
         """Send a close frame and stop processing this socket."""
-        with self._send_lock:  # no frame may follow the close; a concurrent close is a no-op
+        with self._send_lock:  # a send in progress completes first; later ones (and closes) are refused
             if self._ending:
                 return
             self._ending = True
             self.close_code, self.close_reason = code, reason
-            try:
-                self.socket.close(code, reason)
-            except Exception as exc:  # noqa: BLE001
-                _log.debug("fake daemon: close of connection #%s failed: %s", self.id, exc)
+        try:
+            self.socket.close(code, reason)  # may block until the peer answers (loopback, reader thread)
+        except Exception as exc:  # noqa: BLE001
+            _log.debug("fake daemon: close of connection #%s failed: %s", self.id, exc)
         self.closed = True  # only now may the reader stop (and its frontend close the socket itself)
 
     def abort(self) -> None:
         """Drop the socket without a close frame."""
-        with self._send_lock:
-            if not self._ending:
-                self._ending = self.dropped = True
+        if not self._ending:  # no lock: a close handshake in progress must not delay the drop
+            self._ending = self.dropped = True
         try:
             self.socket.abort()
         except Exception as exc:  # noqa: BLE001
@@ -182,7 +191,7 @@ class FakeConnection:
         password = self.core.config.password
         if password is None:
             return
-        tokens = [name[len(BEARER_PREFIX):] for name in self.subprotocols if name.lower().startswith(BEARER_PREFIX)]
+        tokens = [name[len(BEARER_PREFIX) :] for name in self.subprotocols if name.lower().startswith(BEARER_PREFIX)]
         if self.core.config.host_kind is HostKind.BROADCAST:
             if not tokens:
                 self.close(4401, "Password required")
@@ -260,13 +269,13 @@ class FakeConnection:
         if kind == "hello":
             self.close(4002, "Unexpected hello")
         elif kind == "session":
-            self._handle_session(frame)
+            dispatch_session_frame(self, frame)
         else:
             request_id = frame.get("requestId")
             if isinstance(request_id, str) and isinstance(kind, str):
-                self._rpc_error(request_id, kind, "Invalid message", "invalid_message")
+                self.send_rpc_error(request_id, kind, "Invalid message", "invalid_message", to_session=False)
             else:
-                self.send_status_error(_invalid([_zod_issue(["type"], "'session' | 'ping' | 'hello'")]))
+                self.send_status_error(invalid_message([zod_issue(["type"], "'session' | 'ping' | 'hello'")]))
 
     # -- hello ---------------------------------------------------------------------------------
 
@@ -313,8 +322,10 @@ class FakeConnection:
         self.core.join_session(self, client_id)
         if self.core.stall_handshake:
             return
-        info = json.dumps({"type": "session", "message": {"type": "status", "payload": server_info_payload(config)}},
-                          separators=(",", ":"))
+        info = json.dumps(
+            {"type": "session", "message": {"type": "status", "payload": server_info_payload(config)}},
+            separators=(",", ":"),
+        )
         with self._send_lock:  # handshaken before the client can see server_info; pushes wait for it
             if self._ending:
                 return
@@ -323,55 +334,6 @@ class FakeConnection:
                 self.socket.send_text(info)
             except Exception as exc:  # noqa: BLE001
                 _log.debug("fake daemon: server_info on connection #%s failed: %s", self.id, exc)
-
-    # -- session messages ----------------------------------------------------------------------
-
-    def _handle_session(self, frame: dict[str, Any]) -> None:
-        message = frame.get("message")
-        if not isinstance(message, dict):
-            self.send_status_error(_invalid([_zod_issue(["message"], "object")]))
-            return
-        message_type = message.get("type")
-        raw_id = message.get("requestId")
-        request_id = raw_id if isinstance(raw_id, str) else None
-        if not isinstance(message_type, str):
-            if request_id is not None:
-                self._rpc_error(request_id, None, "Unknown request schema", "unknown_schema")
-            else:
-                self.send_status_error(_invalid([_zod_issue(["message", "type"], "string")]))
-            return
-        if request_id is not None:
-            failure = self.core.take_failure(message_type)
-            if failure is not None:
-                self._rpc_error(request_id, message_type, failure[0], failure[1])
-                return
-        if self.core.is_ignored(message_type):
-            return
-        registry = self.core.registry
-        schema = registry.schema_for(message_type)
-        handler = registry.handler_for(message_type)
-        missing = [] if schema is None else [f for f in schema.required if f not in message]
-        if request_id is None and (schema is None or not schema.request_id_optional):
-            missing.insert(0, "requestId")
-        if missing or handler is None or schema is None:
-            if request_id is not None:
-                self._rpc_error(request_id, message_type, "Unknown request schema", "unknown_schema")
-            else:
-                issues = [_zod_issue(["message", name], "string") for name in missing] or [
-                    {"code": "invalid_union_discriminator", "path": ["message", "type"],
-                     "message": f"Unknown request type {message_type!r}"}]
-                self.send_status_error(_invalid(issues))
-            return
-        ctx = RequestContext(message=message, request_type=message_type, request_id=request_id, connection=self)
-        try:
-            handler(ctx)
-        except Exception as exc:  # noqa: BLE001 - a failing handler is reported like the daemon does
-            _log.debug("fake daemon: handler for %s failed", message_type, exc_info=True)
-            detail = str(exc) or type(exc).__name__
-            if request_id is not None:
-                self._rpc_error(request_id, message_type, f"Request failed: {detail}", "handler_error")
-            self.send_session("activity_log", {"id": str(uuid.uuid4()), "timestamp": _iso_now(), "type": "error",
-                                               "content": f"Request failed: {detail}"})
 
     # -- end -----------------------------------------------------------------------------------
 
@@ -384,11 +346,12 @@ class FakeConnection:
                 hook(self)
             except Exception:  # noqa: BLE001
                 _log.exception("fake daemon: disconnect hook failed")
+        self.ended.set()
 
-
-def _iso_now() -> str:
-    ms = epoch_ms()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+    def wait_ended(self, timeout: float = 5.0) -> None:
+        """Block until this connection has ended; ``TimeoutError`` otherwise."""
+        if not self.ended.wait(timeout):
+            raise TimeoutError(f"connection #{self.id} still open after {timeout:g} s")
 
 
 def run_connection(connection: FakeConnection, recv: RecvFn) -> None:
@@ -402,7 +365,9 @@ def run_connection(connection: FakeConnection, recv: RecvFn) -> None:
             except TimeoutError:
                 connection.check_deadline()
                 continue
-            except SocketClosed:
+            except SocketClosed as closed:
+                if closed.code is not None:
+                    connection.peer_close_code, connection.peer_close_reason = closed.code, closed.reason
                 break
             if isinstance(data, bytes):
                 connection.handle_binary(data)

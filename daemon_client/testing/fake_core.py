@@ -232,8 +232,9 @@ class DaemonCore:
             if not self._changed.wait_for(done, timeout):
                 live = sum(c.handshaken for c in self._connections)
                 wanted = "no connection" if n == 0 else f"{n} handshaken connection(s)"
-                raise TimeoutError(f"expected {wanted} within {timeout:g} s, have {live} handshaken"
-                                   f" of {len(self._connections)} live")
+                raise TimeoutError(
+                    f"expected {wanted} within {timeout:g} s, have {live} handshaken of {len(self._connections)} live"
+                )
             return [c for c in self._connections if c.handshaken]
 
     def choose_subprotocol(self, offered: Sequence[str]) -> str | None:

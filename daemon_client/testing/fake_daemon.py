@@ -101,6 +101,7 @@ class FakeDaemon:
         self._threads: list[threading.Thread] = []
         self._numbers = itertools.count(1)
         self._closed = False
+        self._factory = _MemoryFactory(self)
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -118,7 +119,7 @@ class FakeDaemon:
     @property
     def transport_factory(self) -> _MemoryFactory:
         """``Callable[[], Transport]``: each call returns a new MemoryTransport connected to this fake."""
-        return _MemoryFactory(self)
+        return self._factory
 
     def _accept_memory(self, end: MemoryServerEnd) -> None:
         """MemoryTransport acceptor; runs on the thread calling ``transport.connect``."""
@@ -126,8 +127,9 @@ class FakeDaemon:
         def recv(timeout: float) -> str | bytes:
             try:
                 return end.recv(timeout)
-            except TransportClosed:
-                raise SocketClosed from None
+            except TransportClosed as exc:  # the close frame of the fake's own close() is no peer close
+                mine = connection.close_code is not None or connection.dropped
+                raise SocketClosed(None if mine else exc.code, exc.reason) from None
             except TransportError:
                 return b""  # the memory transport reports a client binary frame this way
 

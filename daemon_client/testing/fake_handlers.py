@@ -1,6 +1,7 @@
-"""Request handling of the fake daemon: the handler registry, ``RequestContext`` and built-ins.
+"""Request handling of the fake daemon: validation, the handler registry, ``RequestContext``, built-ins.
 
-Owns the table of known request schemas (required fields, protocol.md sections 4-9), the
+Owns the validation and dispatch of session requests (:func:`dispatch_session_frame`), the
+table of known request schemas (required fields, protocol.md sections 4-9), the
 :class:`HandlerRegistry` keyed by request type, the reply naming rule (protocol.md 2.2) and
 the built-in handlers. Other modules extend every new fake with :func:`register_extension`
 or one fake with ``fake.registry.register(...)``.
@@ -12,9 +13,12 @@ while the fake's lock is held; the registry itself may be changed from any threa
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -34,10 +38,15 @@ __all__ = [
     "RequestContext",
     "RequestSchema",
     "default_registry",
+    "dispatch_session_frame",
     "epoch_ms",
+    "invalid_message",
     "register_extension",
     "reply_type_for",
+    "zod_issue",
 ]
+
+_log = logging.getLogger("daemon_client.testing.fake_daemon")
 
 Handler = Callable[["RequestContext"], None]
 """A request handler: answers (or deliberately does not answer) one request."""
@@ -259,6 +268,74 @@ def _handle_session_ping(ctx: RequestContext) -> None:
 def install_builtin_handlers(registry: HandlerRegistry) -> None:
     """The handlers every fake starts with: the session ``ping``."""
     registry.register("ping", _handle_session_ping)
+
+
+def zod_issue(path: Sequence[str], expected: str) -> dict[str, Any]:
+    """One validation issue in the shape the daemon prints (zod, transcript 09 L9)."""
+    return {"code": "invalid_type", "expected": expected, "received": "undefined", "path": list(path),
+            "message": "Required"}  # fmt: skip
+
+
+def invalid_message(issues: list[dict[str, Any]]) -> str:
+    return "Invalid message: " + json.dumps(issues, indent=2)
+
+
+def iso_now() -> str:
+    ms = epoch_ms()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+
+
+def dispatch_session_frame(connection: FakeConnection, frame: Mapping[str, Any]) -> None:
+    """Validate a ``session`` frame (after hello) and run its handler (protocol.md 1.8, transcript 09).
+
+    Order: malformed envelope, injected failure, ignored type, unknown type or missing field
+    (``rpc_error`` ``unknown_schema`` with a ``requestId``, else a ``status`` error), handler.
+    """
+    message = frame.get("message")
+    if not isinstance(message, dict):
+        connection.send_status_error(invalid_message([zod_issue(["message"], "object")]))
+        return
+    message_type = message.get("type")
+    raw_id = message.get("requestId")
+    request_id = raw_id if isinstance(raw_id, str) else None
+    if not isinstance(message_type, str):
+        if request_id is not None:
+            connection.send_rpc_error(request_id, None, "Unknown request schema", "unknown_schema", to_session=False)
+        else:
+            connection.send_status_error(invalid_message([zod_issue(["message", "type"], "string")]))
+        return
+    core = connection.core
+    failure = core.take_failure(message_type) if request_id is not None else None
+    if request_id is not None and failure is not None:
+        connection.send_rpc_error(request_id, message_type, failure[0], failure[1])
+        return
+    if core.is_ignored(message_type):
+        return
+    schema = core.registry.schema_for(message_type)
+    handler = core.registry.handler_for(message_type)
+    missing = [] if schema is None else [name for name in schema.required if name not in message]
+    if request_id is None and (schema is None or not schema.request_id_optional):
+        missing.insert(0, "requestId")
+    if missing or handler is None or schema is None:
+        if request_id is not None:
+            error, code = "Unknown request schema", "unknown_schema"
+            connection.send_rpc_error(request_id, message_type, error, code, to_session=False)
+            return
+        unknown = {"code": "invalid_union_discriminator", "path": ["message", "type"],
+                   "message": f"Unknown request type {message_type!r}"}  # fmt: skip
+        issues = [zod_issue(["message", name], "string") for name in missing] or [unknown]
+        connection.send_status_error(invalid_message(issues))
+        return
+    ctx = RequestContext(message=message, request_type=message_type, request_id=request_id, connection=connection)
+    try:
+        handler(ctx)
+    except Exception as exc:  # noqa: BLE001 - a failing handler is reported as the daemon does
+        _log.debug("fake daemon: handler for %s failed", message_type, exc_info=True)
+        detail = f"Request failed: {str(exc) or type(exc).__name__}"
+        if request_id is not None:
+            connection.send_rpc_error(request_id, message_type, detail, "handler_error")
+        log = {"id": str(uuid.uuid4()), "timestamp": iso_now(), "type": "error", "content": detail}
+        connection.send_session("activity_log", log)
 
 
 _EXTENSIONS_LOCK = threading.Lock()

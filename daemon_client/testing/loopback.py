@@ -5,7 +5,9 @@ imported only here and only when a fake starts serving). Threads: one ``fake-dae
 thread runs ``serve_forever``; websockets starts one handler thread and one event-reader
 thread per connection, which this module renames ``fake-daemon-ws-<n>`` /
 ``fake-daemon-ws-<n>-recv`` (they inherit the daemon flag from the serve thread). A
-``fake-daemon-restart`` thread re-listens after a restart with downtime. Each handler thread
+``fake-daemon-restart`` thread re-listens after a restart with downtime, and a short-lived
+``fake-daemon-ws-<n>-close`` thread performs a close requested from another thread (websockets
+blocks in ``close`` until the peer answers). Each handler thread
 runs the shared engine (:func:`~daemon_client.testing.fake_connection.run_connection`).
 """
 
@@ -17,7 +19,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.testing.fake_connection import FakeConnection, SocketClosed, run_connection
@@ -38,8 +40,10 @@ _BIND_RETRY_SECONDS = 2.0
 class _WsSocket:
     """Adapts a websockets ``ServerConnection`` to the engine's ``ServerSocket``."""
 
-    def __init__(self, ws: ServerConnection) -> None:
+    def __init__(self, ws: ServerConnection, frontend: LoopbackFrontend) -> None:
         self._ws = ws
+        self._frontend = frontend
+        self._handler_thread = threading.current_thread()
 
     def send_text(self, text: str) -> None:
         self._ws.send(text)
@@ -51,7 +55,12 @@ class _WsSocket:
         self._ws.send(data)
 
     def close(self, code: int = 1000, reason: str = "") -> None:
-        self._ws.close(code, reason)
+        # websockets' close() blocks until the peer completes the closing handshake (at most
+        # close_timeout). The handler thread may block; any other thread (the test's) must not.
+        if threading.current_thread() is self._handler_thread:
+            self._ws.close(code, reason)
+        else:
+            self._frontend.spawn(f"{self._handler_thread.name}-close", self._ws.close, code, reason)
 
     def abort(self) -> None:
         with contextlib.suppress(OSError):
@@ -125,6 +134,7 @@ class LoopbackFrontend:
             thread = threading.current_thread()
             thread.name = f"fake-daemon-ws-{next(self._numbers)}"
             with self._lock:
+                self._threads = [t for t in self._threads if t.is_alive()]
                 self._threads.append(thread)
             original(sock, addr)
 
@@ -141,6 +151,7 @@ class LoopbackFrontend:
     def _process_request(self, ws: ServerConnection, request: Request) -> Response | None:
         ws.recv_events_thread.name = f"{threading.current_thread().name}-recv"
         with self._lock:
+            self._sockets = [w for w in self._sockets if w.recv_events_thread.is_alive()]
             self._sockets.append(ws)
         if request.path.split("?", 1)[0] != "/ws":
             return ws.respond(404, "Not Found\n")
@@ -164,7 +175,7 @@ class LoopbackFrontend:
             headers.setdefault(name, value)
         connection = FakeConnection(
             self._core,
-            _WsSocket(ws),
+            _WsSocket(ws, self),
             headers=headers,
             subprotocols=_offered_subprotocols(request),
             selected_subprotocol=ws.subprotocol,
@@ -173,10 +184,19 @@ class LoopbackFrontend:
         def recv(timeout: float) -> str | bytes:
             try:
                 return ws.recv(timeout)
-            except ConnectionClosed:
-                raise SocketClosed from None
+            except ConnectionClosed as exc:
+                rcvd = exc.rcvd
+                raise SocketClosed(rcvd.code, rcvd.reason) if rcvd is not None else SocketClosed() from None
 
         run_connection(connection, recv)
+
+    def spawn(self, name: str, target: Callable[..., object], *args: object) -> None:
+        """Run ``target`` on a tracked daemon thread (joined by :meth:`stop_listening`)."""
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            self._threads.append(thread)
+        thread.start()
 
     # -- stopping ------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ class RecordingHandler(Generic[T]):
         self._delivering: set[int] = set()
 
     def __call__(self, *args: Any) -> None:
-        item = args[0] if len(args) == 1 else args
+        item: T = args[0] if len(args) == 1 else args  # type: ignore[assignment]
         with self._cond:
             self._delivering.add(threading.get_ident())
             self._items.append(item)
