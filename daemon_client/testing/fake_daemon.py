@@ -11,6 +11,7 @@ from the test thread; none of them holds the fake's lock while doing socket I/O,
 from __future__ import annotations
 
 import itertools
+import ssl
 import threading
 import time
 from collections.abc import Mapping
@@ -156,11 +157,14 @@ class FakeDaemon:
 
     # -- loopback frontend ---------------------------------------------------------------------
 
-    def serve(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Start the loopback server (idempotent) and return its ``ws://host:port/ws`` URL."""
+    def serve(self, host: str = "127.0.0.1", port: int = 0, *, ssl_context: ssl.SSLContext | None = None) -> str:
+        """Start the loopback server (idempotent) and return its ``ws://host:port/ws`` URL.
+
+        With a server ``ssl_context`` it speaks TLS and returns a ``wss://`` URL.
+        """
         if self._closed:
             raise RuntimeError("the fake daemon is closed")
-        return self._loopback.start(host, port)
+        return self._loopback.start(host, port, ssl_context)
 
     @property
     def url(self) -> str:

@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -82,6 +83,7 @@ class LoopbackFrontend:
     def __init__(self, core: DaemonCore) -> None:
         self._core = core
         self._lock = threading.Lock()
+        self._ssl_context: ssl.SSLContext | None = None
         self._server: Server | None = None
         self._serve_thread: threading.Thread | None = None
         self._pending: tuple[threading.Thread, threading.Event] | None = None
@@ -94,16 +96,21 @@ class LoopbackFrontend:
     @property
     def url(self) -> str | None:
         address = self._address
-        return None if address is None else f"ws://{address[0]}:{address[1]}/ws"
+        scheme = "wss" if self._ssl_context is not None else "ws"
+        return None if address is None else f"{scheme}://{address[0]}:{address[1]}/ws"
 
     @property
     def port(self) -> int | None:
         return None if self._address is None else self._address[1]
 
-    def start(self, host: str, port: int) -> str:
-        """Listen on ``host:port`` (0 = any free port) unless already started; return the URL."""
+    def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> str:
+        """Listen on ``host:port`` (0 = any free port) unless already started; return the URL.
+
+        With ``ssl_context`` (a server context) the server speaks TLS and the URL is ``wss://``.
+        """
         with self._lock:
             if self._address is None:
+                self._ssl_context = ssl_context
                 self._listen(host, port)
             assert self.url is not None
             return self.url
@@ -126,6 +133,7 @@ class LoopbackFrontend:
             max_size=None,
             open_timeout=5.0,
             close_timeout=2.0,
+            ssl=self._ssl_context,
             logger=logging.getLogger("daemon_client.testing.loopback.websockets"),
         )
         original = server.handler

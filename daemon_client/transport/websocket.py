@@ -51,7 +51,10 @@ class WebSocketTransport:
     def connect(self, params: ConnectParams) -> None:
         self._max_frame_bytes = params.max_frame_bytes
         headers = [f"{name}: {value}" for name, value in params.headers.items()]
-        sslopt = {"context": params.ssl_context} if params.ssl_context is not None else None
+        if params.ssl_context is not None:
+            self._ws = wsc.WebSocket(
+                sslopt={"context": params.ssl_context}, skip_utf8_validation=True, enable_multithread=False
+            )
         try:
             self._ws.connect(  # type: ignore[no-untyped-call]
                 params.url,
@@ -59,7 +62,6 @@ class WebSocketTransport:
                 subprotocols=list(params.subprotocols) or None,
                 timeout=params.timeout,
                 suppress_origin=True,
-                sslopt=sslopt,
             )
             self._ws.settimeout(None)  # liveness is the heartbeat's job, not the socket's
         except wsc.WebSocketBadStatusException as exc:
