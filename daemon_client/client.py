@@ -23,6 +23,7 @@ from daemon_client.config import (
     DEFAULT_APP_VERSION,
     Heartbeat,
     ReconnectPolicy,
+    check_app_version,
     password_from_env,
     url_from_env,
 )
@@ -85,6 +86,9 @@ class Client:
         if connect_timeout <= 0 or request_timeout <= 0:
             raise ValueError("timeouts must be > 0")
         self._log = logger or logging.getLogger("daemon_client")
+        warning = check_app_version(app_version)
+        if warning:
+            self._log.warning("%s", warning)
         self._name = next_name("daemon-client")
         self._url = url_from_env(url)
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"

@@ -66,6 +66,26 @@ class Heartbeat:
     enabled: bool = True
 
 
+def version_tuple(version: str) -> tuple[int, ...] | None:
+    """``"0.1.65-beta.5"`` → ``(0, 1, 65)`` (prerelease stripped, as the daemon compares)."""
+    core = version.split("-", 1)[0].split("+", 1)[0]
+    try:
+        return tuple(int(part) for part in core.split("."))
+    except ValueError:
+        return None
+
+
+def check_app_version(app_version: str) -> str | None:
+    """A warning if ``app_version`` would make older daemons hide providers, else ``None``."""
+    parsed = version_tuple(app_version)
+    if parsed is None or parsed < MIN_APP_VERSION:
+        return (
+            f"app_version {app_version!r} is below 0.1.45 or not a version: older daemons then hide every "
+            "provider but claude, codex and opencode (and their agents) from this client"
+        )
+    return None
+
+
 def url_from_env(url: str | None) -> str:
     """The explicit URL, else ``PASEO_URL``, else the daemon's default URL."""
     return url or os.environ.get("PASEO_URL") or DEFAULT_URL

@@ -121,8 +121,9 @@ def test_unknown_and_duplicate_request_ids_are_ignored(fakes, make_client) -> No
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_pending_requests_fail_with_connection_lost_and_client_reconnects(fakes, make_client, transport: str) -> None:
-    fake = fakes("capable")
+@pytest.mark.parametrize("kind", KINDS)
+def test_pending_requests_fail_with_connection_lost_and_client_reconnects(fakes, make_client, kind, transport) -> None:
+    fake = fakes(kind)
     fake.ignore("slow_request")
     fake.on_request("echo_request", _echo)
     client = make_client(fake, transport)

@@ -105,8 +105,9 @@ def test_loopback_daemon_restart_is_survived(fakes, make_client, transport: str)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_heartbeat_detects_a_stalled_daemon_and_reconnects(fakes, make_client, transport: str) -> None:
-    fake = fakes("capable")
+@pytest.mark.parametrize("kind", KINDS)
+def test_heartbeat_detects_a_stalled_daemon_and_reconnects(fakes, make_client, kind: str, transport: str) -> None:
+    fake = fakes(kind)
     client = make_client(fake, transport, heartbeat=dc.Heartbeat(interval=0.05, timeout=0.1, max_misses=2))
     states = RecordingHandler[tuple]("states")
     client.on_state_change(states)
@@ -173,3 +174,34 @@ def test_oversized_frames_are_skipped(fakes, make_client, caplog) -> None:
     assert pushes.wait_for(predicate=lambda m: m.type == "small")
     assert [m.type for m in pushes.items] == ["small"]
     assert "exceeds 1000 bytes" in caplog.text
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_restore_hooks_run_after_each_handshake_before_queued_requests(fakes, make_client, kind: str) -> None:
+    """The hook later observations use to re-establish themselves after every reconnect."""
+    fake = fakes(kind)
+    fake.on_request("echo_request", lambda ctx: ctx.reply({"echo": ctx.message.get("value")}))
+    client = make_client(fake)
+    calls: list[tuple[dc.HostKind, bool]] = []
+    futures = []
+
+    def hook(host_kind: dc.HostKind, reconnected: bool) -> None:
+        calls.append((host_kind, reconnected))
+        futures.append(client._connection.submit({"type": "echo_request", "value": "restore"}, 5, direct=True))
+
+    client._connection.add_restore_hook(hook)
+    client.connect()
+    assert futures[0].result(5)["echo"] == "restore"
+    fake.drop_connections()
+    _wait_state(client, dc.ConnectionState.DISCONNECTED)
+    _wait_state(client, dc.ConnectionState.CONNECTED)
+    assert calls == [(dc.HostKind(kind), False), (dc.HostKind(kind), True)]
+    assert [f.result(5)["echo"] for f in futures] == ["restore", "restore"]
+
+
+def test_low_app_version_is_warned_about(fakes, make_client, caplog) -> None:
+    make_client(fakes("broadcast"), app_version="0.1.40")
+    assert "below 0.1.45" in caplog.text
+    caplog.clear()
+    make_client(fakes("broadcast"), app_version="0.1.65-beta.5")
+    assert "below 0.1.45" not in caplog.text
