@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,6 +33,27 @@ def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
 
 
 ClientFactory = Callable[..., Client]
+
+
+class BackgroundConnect:
+    """``client.connect()`` running on a helper thread while a test plays the daemon's part."""
+
+    def __init__(self, client: Client) -> None:
+        self.outcome: list[object] = []
+        self._thread = threading.Thread(target=self._run, args=(client,))
+        self._thread.start()
+
+    def _run(self, client: Client) -> None:
+        try:
+            self.outcome.append(client.connect())
+        except BaseException as exc:
+            self.outcome.append(exc)
+
+    def result(self, timeout: float = 10.0) -> object:
+        """What ``connect()`` returned or raised."""
+        self._thread.join(timeout)
+        assert len(self.outcome) == 1, "connect() did not finish"
+        return self.outcome[0]
 
 
 @pytest.fixture

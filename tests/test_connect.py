@@ -7,7 +7,6 @@ every host kind where the daemon's behaviour differs.
 from __future__ import annotations
 
 import socket
-import threading
 import time
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 import daemon_client as dc
 from daemon_client.protocol import CLIENT_CAPABILITIES
 
-from .conftest import KINDS, TRANSPORTS
+from .conftest import KINDS, TRANSPORTS, BackgroundConnect
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -167,14 +166,11 @@ def _stalled_hello(fake):
 def test_terminal_close_codes_raise_and_stop(fakes, make_client, transport, code, reason, error) -> None:  # noqa: PLR0917
     fake = _stalled_hello(fakes("capable"))
     client = make_client(fake, transport)
-    outcome: list[BaseException] = []
-    thread = threading.Thread(target=lambda: _capture(client.connect, outcome))
-    thread.start()
+    connecting = BackgroundConnect(client)
     fake.wait_for_frame("hello").connection.close(code, reason)
-    thread.join(10)
-    assert len(outcome) == 1
-    assert isinstance(outcome[0], error)
-    assert reason in str(outcome[0])
+    outcome = connecting.result()
+    assert isinstance(outcome, error)
+    assert reason in str(outcome)
     assert client.state is dc.ConnectionState.DISCONNECTED
     time.sleep(0.3)
     assert fake.accepted_count == 1
@@ -182,29 +178,23 @@ def test_terminal_close_codes_raise_and_stop(fakes, make_client, transport, code
 
 def test_hello_rejected_incompatible_protocol_is_a_protocol_version_error(fakes, make_client) -> None:
     fake = _stalled_hello(fakes("capable"))
-    client = make_client(fake)
-    outcome: list[BaseException] = []
-    thread = threading.Thread(target=lambda: _capture(client.connect, outcome))
-    thread.start()
+    connecting = BackgroundConnect(make_client(fake))
     connection = fake.wait_for_frame("hello").connection
     connection.send_frame({"type": "hello.rejected", "reason": "incompatible_protocol"})
     connection.close(4003, "Incompatible protocol version")
-    thread.join(10)
-    assert isinstance(outcome[0], dc.ProtocolVersionError)
-    assert "incompatible_protocol" in str(outcome[0])
+    outcome = connecting.result()
+    assert isinstance(outcome, dc.ProtocolVersionError)
+    assert "incompatible_protocol" in str(outcome)
 
 
 def test_hello_rejected_without_close_still_fails_fast(fakes, make_client) -> None:
     fake = _stalled_hello(fakes("capable"))
-    client = make_client(fake)
-    outcome: list[BaseException] = []
-    thread = threading.Thread(target=lambda: _capture(client.connect, outcome))
-    thread.start()
+    connecting = BackgroundConnect(make_client(fake))
     connection = fake.wait_for_frame("hello").connection
     connection.send_frame({"type": "hello.rejected", "reason": "incorrect_password", "accepts": ["password"]})
-    thread.join(10)
-    assert isinstance(outcome[0], dc.AuthenticationError)
-    assert outcome[0].reason == "incorrect password"
+    outcome = connecting.result()
+    assert isinstance(outcome, dc.AuthenticationError)
+    assert outcome.reason == "incorrect password"
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -245,20 +235,10 @@ def test_retry_initial_connect_keeps_trying_until_the_daemon_appears(fakes, make
     client = make_client(
         fake, reconnect=dc.ReconnectPolicy(base_delay=0.02, max_delay=0.05, retry_initial_connect=True)
     )
-    result: list[object] = []
-    thread = threading.Thread(target=lambda: _capture(lambda: client.connect(timeout=10), result))
-    thread.start()
+    connecting = BackgroundConnect(client)
     deadline = time.monotonic() + 5
     while fake.accepted_count < 3 and time.monotonic() < deadline:
         time.sleep(0.01)
     fake.refuse_connections = False
-    thread.join(10)
-    assert isinstance(result[0], dc.ServerInfo)
+    assert isinstance(connecting.result(), dc.ServerInfo)
     assert client.state is dc.ConnectionState.CONNECTED
-
-
-def _capture(fn, out: list) -> None:
-    try:
-        out.append(fn())
-    except BaseException as exc:
-        out.append(exc)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import wait
 
@@ -11,7 +10,7 @@ import pytest
 import daemon_client as dc
 from daemon_client.testing import RequestContext
 
-from .conftest import KINDS, TRANSPORTS
+from .conftest import KINDS, TRANSPORTS, BackgroundConnect
 
 
 def _echo(ctx: RequestContext) -> None:
@@ -156,8 +155,7 @@ def test_requests_while_connecting_wait_and_are_sent_after_the_handshake(fakes, 
     fake.stall_handshake = True
     fake.on_request("echo_request", _echo)
     client = make_client(fake)
-    connected = threading.Thread(target=client.connect)
-    connected.start()
+    connecting = BackgroundConnect(client)
     hello = fake.wait_for_frame("hello")
     assert client.state is dc.ConnectionState.CONNECTING
     queued = client.request_async({"type": "echo_request", "value": "queued"}, timeout=10)
@@ -165,7 +163,7 @@ def test_requests_while_connecting_wait_and_are_sent_after_the_handshake(fakes, 
     assert not any(f.get("type") == "session" for f in fake.received)  # nothing before server_info
     hello.connection.send_frame({"type": "session", "message": {"type": "status", "payload": fake.server_info}})
     assert queued.result(timeout=5)["echo"] == "queued"
-    connected.join(5)
+    assert isinstance(connecting.result(), dc.ServerInfo)
     assert client.state is dc.ConnectionState.CONNECTED
 
 
@@ -173,21 +171,11 @@ def test_queued_request_times_out_if_the_handshake_never_completes(fakes, make_c
     fake = fakes("capable")
     fake.stall_handshake = True
     client = make_client(fake, connect_timeout=0.5)
-    outcome: list[BaseException] = []
-
-    def connect() -> None:
-        try:
-            client.connect()
-        except dc.DaemonClientError as exc:
-            outcome.append(exc)
-
-    connecting = threading.Thread(target=connect)
-    connecting.start()
+    connecting = BackgroundConnect(client)
     fake.wait_for_frame("hello")
     with pytest.raises(dc.RequestTimeout, match="waiting for the connection"):
         client.request({"type": "echo_request"}, timeout=0.1)
-    connecting.join(10)
-    assert isinstance(outcome[0], dc.ConnectTimeout)
+    assert isinstance(connecting.result(), dc.ConnectTimeout)
 
 
 def test_requests_when_idle_disconnected_or_closed(fakes, make_client) -> None:
