@@ -19,6 +19,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from types import TracebackType
 from typing import Any
 
+from daemon_client.agents import AGENTS, AgentsNamespace
 from daemon_client.config import (
     DEFAULT_APP_VERSION,
     Heartbeat,
@@ -29,6 +30,7 @@ from daemon_client.config import (
 )
 from daemon_client.connection import Connection, ConnectionOptions, ConnectionState, StateListener
 from daemon_client.dispatch import CallbackExecutor, Dispatcher, next_name
+from daemon_client.observations import DirectoryFamily, DirectoryManager, E, S, U
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionPong
@@ -38,6 +40,7 @@ from daemon_client.requests import RequestTable
 from daemon_client.timers import TimerThread
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
 from daemon_client.transport.websocket import WebSocketTransport
+from daemon_client.workspaces import WORKSPACES, WorkspacesNamespace
 
 _CLOSED_GRACE = 1.0
 
@@ -125,6 +128,26 @@ class Client:
             name=self._name,
             logger=self._log.getChild("connection"),
         )
+        self._agent_directory = self._directory_manager(AGENTS)
+        self._workspace_directory = self._directory_manager(WORKSPACES)
+        self.agents = AgentsNamespace(self, self._agent_directory)
+        """The agent directory, its observations and agent handles."""
+        self.workspaces = WorkspacesNamespace(self, self._workspace_directory)
+        """The workspace directory, its observations and workspace handles."""
+
+    def _directory_manager(self, family: DirectoryFamily[S, U, E]) -> DirectoryManager[S, U, E]:
+        connection = self._connection
+        manager = DirectoryManager(
+            family,
+            submit=connection.submit,
+            host_kind=lambda: connection.host_kind,
+            reset_transport=connection.reset_transport,
+            dispatcher=self._dispatcher,
+        )
+        self._pushes.set_router(family.update_type, manager.route)
+        connection.add_restore_hook(manager.restore)
+        connection.add_close_hook(manager.release_all_for_close)
+        return manager
 
     # ------------------------------------------------------------------ lifecycle
     def connect(self, timeout: float | None = None) -> ServerInfo:
@@ -147,6 +170,8 @@ class Client:
         :class:`~daemon_client.errors.CallbackError` for callback errors not raised yet.
         """
         self._connection.close(timeout)
+        self._agent_directory.dispose()
+        self._workspace_directory.dispose()
         self._timers.stop(timeout)
         self._dispatcher.stop(timeout)
         if not self._dispatcher.on_dispatch_thread():
@@ -226,6 +251,9 @@ class Client:
         self._dispatcher.raise_errors()
 
     # ------------------------------------------------------------------ requests
+    def _timeout_for(self, request_type: str, timeout: float | None) -> float:
+        return timeout if timeout is not None else default_timeout_for(request_type, self._request_timeout)
+
     def request_async(self, message: Mapping[str, Any], *, timeout: float | None = None) -> Future[dict[str, Any]]:
         """Send a request and return a future of its reply payload. Never blocks.
 

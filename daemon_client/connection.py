@@ -22,7 +22,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import Any
 
 import attrs
@@ -51,7 +51,7 @@ from daemon_client.protocol.codec import (
 from daemon_client.protocol.hosts import HostKind, decide_host_kind
 from daemon_client.protocol.models import HelloRejected, Pong, ServerInfo, SessionMessage
 from daemon_client.protocol.replies import reply_for
-from daemon_client.requests import ReplyFuture, RequestTable, settle
+from daemon_client.requests import ReplyFuture, RequestTable, SettleHook, settle
 from daemon_client.timers import TimerThread
 from daemon_client.transport.base import ConnectParams, FrameRejected, Transport, TransportClosed, TransportError
 
@@ -68,6 +68,8 @@ class ConnectionState(enum.Enum):
 
 StateListener = Callable[[ConnectionState, ConnectionState, str], None]
 RestoreHook = Callable[[HostKind, bool], None]
+CloseHook = Callable[[HostKind], list[Future[Any]]]
+CLOSE_RELEASE_TIMEOUT = 2.0
 
 
 @attrs.frozen
@@ -121,6 +123,7 @@ class Connection:
         self._last_error: DaemonClientError | None = None
         self._listeners: list[StateListener] = []
         self._restore_hooks: list[RestoreHook] = []
+        self._close_hooks: list[CloseHook] = []
         self._waiters: list[Future[ServerInfo]] = []
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -167,6 +170,17 @@ class Connection:
         queued requests are written. Internal code only: it must not block."""
         with self._lock:
             self._restore_hooks.append(hook)
+
+    def add_close_hook(self, hook: CloseHook) -> None:
+        """Run ``hook(host_kind)`` in ``close()`` while still connected; it sends release requests
+        and returns their futures, which ``close()`` awaits for at most 2 s in total."""
+        with self._lock:
+            self._close_hooks.append(hook)
+
+    def reset_transport(self, reason: str) -> None:
+        """Drop the current socket (any thread) so that the reconnect rules apply; used when the
+        server-side state of an observation is unknown (protocol.md 4.4, 4.6)."""
+        self._abort(Failure(ConnectionLost(reason)), code=1001, close_reason=reason[:100])
 
     def _set_state(self, new: ConnectionState, reason: str) -> None:
         with self._lock:
@@ -221,6 +235,7 @@ class Connection:
 
     def close(self, timeout: float = 5.0) -> None:
         """Close for good: stop reconnecting, close the socket (1000), fail pending work."""
+        self._release_for_close()
         with self._lock:
             if self._closing:
                 return
@@ -241,8 +256,32 @@ class Connection:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
 
+    def _release_for_close(self) -> None:
+        """Best-effort release of owned observations while still connected (protocol.md 10.6)."""
+        with self._lock:
+            if self._closing or self._state is not ConnectionState.CONNECTED or self._host_kind is None:
+                return
+            hooks, kind = list(self._close_hooks), self._host_kind
+        futures: list[Future[Any]] = []
+        for hook in hooks:
+            try:
+                futures.extend(hook(kind))
+            except Exception:  # noqa: BLE001 - best effort
+                self._log.exception("releasing observations at close failed")
+        if futures:
+            _, pending = wait(futures, timeout=CLOSE_RELEASE_TIMEOUT)
+            if pending:
+                self._log.info("%d releases unanswered at close; the daemon releases them on disconnect", len(pending))
+
     # ------------------------------------------------------------------ sending
-    def submit(self, message: Mapping[str, Any], timeout: float, *, direct: bool = False) -> ReplyFuture:
+    def submit(
+        self,
+        message: Mapping[str, Any],
+        timeout: float,
+        *,
+        direct: bool = False,
+        on_settle: SettleHook | None = None,
+    ) -> ReplyFuture:
         """Register and send a request; return the future of its reply payload.
 
         While the handshake is in progress the request waits unsent and is written after
@@ -265,13 +304,15 @@ class Connection:
             if state is not ConnectionState.CONNECTING and state is not ConnectionState.CONNECTED:
                 raise NotConnected(f"Transport not connected (status: {state.value})")
             queued = not direct and state is not ConnectionState.CONNECTED
-            entry = self._requests.add(request_id, request_type, reply_for(request_type), frame, timeout, queued=queued)
+            entry = self._requests.add(
+                request_id, request_type, reply_for(request_type), frame, timeout, queued=queued, on_settle=on_settle
+            )
         if not queued:
             try:
                 self._write(frame)
             except DaemonClientError as exc:
                 self._requests.forget(request_id)
-                settle(entry.future, error=exc)
+                entry.finish(error=exc)
         return entry.future
 
     def _write(self, text: str) -> None:
@@ -503,8 +544,8 @@ class Connection:
                     self._write(entry.frame)
                 except DaemonClientError:
                     break  # the reader will see the socket end and fail them
-        self._notify(listeners, old, ConnectionState.CONNECTED, "reconnected" if reconnected else "connected")
         self._ever_connected = True
         self._heartbeat.start()
-        self._settle_waiters(info, None)
+        self._settle_waiters(info, None)  # before listeners run: one may close() the client at once
+        self._notify(listeners, old, ConnectionState.CONNECTED, "reconnected" if reconnected else "connected")
         return True

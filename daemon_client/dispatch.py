@@ -105,6 +105,13 @@ class Dispatcher:
                 "the wait could never end. Wait from another thread, or react in a callback."
             )
 
+    def invoke(self, fn: Callable[..., object], *args: object) -> None:
+        """Call one user callback inside a running job, isolating its errors (callback thread)."""
+        try:
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - isolation is the point
+            self._report(exc, fn)
+
     def _run(self, fn: Callback) -> None:
         local = self._local
         local.depth = getattr(local, "depth", 0) + 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
 
 from daemon_client.protocol.models import SessionMessage
 
@@ -28,6 +29,13 @@ class PushRegistry:
         self._post = post
         self._lock = threading.Lock()
         self._by_type: dict[str, tuple[PushHandler, ...]] = {}
+        self._routers: dict[str, PushHandler] = {}
+
+    def set_router(self, message_type: str, router: PushHandler) -> None:
+        """Internal: ``router(message)`` runs on the reader thread for every push of that type,
+        before listeners are posted. It must not block and never runs user code."""
+        with self._lock:
+            self._routers = {**self._routers, message_type: router}
 
     def add(self, handler: PushHandler, message_types: Iterable[str] | None = None) -> Callable[[], None]:
         """Deliver matching pushes to ``handler`` on the callback thread; returns the remover."""
@@ -54,12 +62,46 @@ class PushRegistry:
         return remove
 
     def route(self, message: SessionMessage) -> None:
-        """Reader thread: post ``message`` to every listener of its type."""
+        """Reader thread: hand ``message`` to its router, then post it to every listener of its type."""
+        router = self._routers.get(message.type)
+        if router is not None:
+            router(message)
         table = self._by_type
         handlers = table.get(message.type, ()) + table.get(_ALL, ())
         if not handlers:
-            _log.debug("no listener for %s", message.type)
+            if router is None:
+                _log.debug("no listener for %s", message.type)
             return
         post = self._post
         for handler in handlers:
             post(lambda handler=handler: handler(message))  # type: ignore[misc]
+
+
+T = TypeVar("T")
+
+
+class RouteTable(Generic[T]):
+    """``subscriptionId`` → target, read without a lock by the reader thread (copy-on-write)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._routes: dict[str, T] = {}
+
+    def add(self, key: str, target: T) -> None:
+        with self._lock:
+            self._routes = {**self._routes, key: target}
+
+    def remove(self, key: str | None) -> None:
+        if key is None:
+            return
+        with self._lock:
+            if key in self._routes:
+                routes = dict(self._routes)
+                del routes[key]
+                self._routes = routes
+
+    def get(self, key: str) -> T | None:
+        return self._routes.get(key)
+
+    def __len__(self) -> int:
+        return len(self._routes)

@@ -25,6 +25,9 @@ from daemon_client.timers import Timer, TimerThread
 
 _log = logging.getLogger("daemon_client.requests")
 Post = Callable[[Callable[[], None]], None]
+SettleHook = Callable[[dict[str, Any] | None, BaseException | None], None]
+"""Internal hook told how a request ended, before its future is settled. It runs on the
+thread that settles it (reader, timer, or the thread failing it) and must not block."""
 
 
 class ReplyFuture(Future[dict[str, Any]]):
@@ -50,7 +53,7 @@ def _call(fn: Callable[[Future[dict[str, Any]]], object], fut: Future[dict[str, 
 class PendingRequest:
     """One request: its frame, what answers it, and its future."""
 
-    __slots__ = ("frame", "future", "matcher", "request_id", "request_type", "sent_at", "timeout", "timer")
+    __slots__ = ("frame", "future", "matcher", "on_settle", "request_id", "request_type", "sent_at", "timeout", "timer")
 
     def __init__(
         self,
@@ -70,6 +73,18 @@ class PendingRequest:
         self.timer: Timer | None = None
         self.sent_at: float | None = None
         self.timeout = timeout
+        self.on_settle: SettleHook | None = None
+
+    def finish(self, result: dict[str, Any] | None = None, error: BaseException | None = None) -> bool:
+        """Tell the settle hook, then settle the future (the hook goes first so that what it
+        posts precedes anything a waiter does next)."""
+        hook = self.on_settle
+        if hook is not None:
+            try:
+                hook(result, error)
+            except Exception:  # noqa: BLE001 - internal hook; the future must still settle
+                _log.exception("settle hook of %s failed", self.request_type)
+        return settle(self.future, result=result, error=error)
 
 
 class RequestTable:
@@ -91,12 +106,21 @@ class RequestTable:
         return len(self._pending)
 
     def add(
-        self, request_id: str, request_type: str, matcher: ReplyMatcher, frame: str, timeout: float, *, queued: bool
+        self,
+        request_id: str,
+        request_type: str,
+        matcher: ReplyMatcher,
+        frame: str,
+        timeout: float,
+        *,
+        queued: bool,
+        on_settle: SettleHook | None = None,
     ) -> PendingRequest:
         """Register a request; its timeout starts now. ``queued``: not written yet."""
         future = ReplyFuture(self._post)
         entry = PendingRequest(request_id, request_type, matcher, frame, future=future, timeout=timeout)
         entry.sent_at = None if queued else time.monotonic()
+        entry.on_settle = on_settle
         with self._lock:
             if request_id in self._pending:
                 raise ValueError(f"requestId {request_id!r} is already pending")
@@ -142,12 +166,10 @@ class RequestTable:
             del self._pending[request_id]
         if entry.timer is not None:
             entry.timer.cancel()
-        future = entry.future
         if message_type == "rpc_error":
             error = payload.get("error")
             code = payload.get("code")
-            settle(
-                future,
+            entry.finish(
                 error=RpcError(
                     str(error) if error else "the daemon could not handle the request",
                     code=code if isinstance(code, str) else None,
@@ -156,10 +178,9 @@ class RequestTable:
                 ),
             )
         elif entry.matcher.matches(message_type, payload):
-            settle(future, result=payload)
+            entry.finish(result=payload)
         else:
-            settle(
-                future,
+            entry.finish(
                 error=ProtocolError(
                     f"{entry.request_type} ({request_id}) was answered by {message_type!r}, "
                     f"expected {entry.matcher.type!r}"
@@ -173,8 +194,7 @@ class RequestTable:
         if entry is None:
             return
         where = "waiting for the connection" if entry.sent_at is None else "waiting for the reply"
-        settle(
-            entry.future,
+        entry.finish(
             error=RequestTimeout(
                 f"{entry.request_type} ({request_id}) got no reply within {entry.timeout:g} s ({where})",
                 request_type=entry.request_type,
@@ -197,7 +217,7 @@ class RequestTable:
         for entry in entries:
             if entry.timer is not None:
                 entry.timer.cancel()
-            if settle(entry.future, error=make_error(entry)):
+            if entry.finish(error=make_error(entry)):
                 count += 1
         return count
 

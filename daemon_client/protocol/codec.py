@@ -58,20 +58,38 @@ def to_camel(name: str) -> str:
 
 
 _RAW_FIELD = "raw"
+EXTRA_FIELDS = "extra_fields"
+"""A model attribute of this name collects the wire fields the model does not know."""
 converter = cattrs.Converter()
 
 
 def _structure_factory(cls: type[Any]) -> Callable[[Any, type[Any]], Any]:
-    overrides = {a.name: override(rename=to_camel(a.name)) for a in attrs.fields(cls) if a.name != _RAW_FIELD}
-    return make_dict_structure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
+    names = [a.name for a in attrs.fields(cls)]
+    overrides = {name: override(rename=to_camel(name)) for name in names if name not in (_RAW_FIELD, EXTRA_FIELDS)}
+    if EXTRA_FIELDS not in names:
+        return make_dict_structure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
+    overrides[EXTRA_FIELDS] = override(omit=True)
+    base = make_dict_structure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
+    known = frozenset(to_camel(name) for name in names if name != EXTRA_FIELDS)
+
+    def structure_keeping_unknown_fields(data: Mapping[str, Any], cl: type[Any]) -> Any:
+        obj = base(data, cl)
+        unknown = {key: value for key, value in data.items() if key not in known}
+        if unknown:
+            object.__setattr__(obj, EXTRA_FIELDS, unknown)
+        return obj
+
+    return structure_keeping_unknown_fields
 
 
 def _unstructure_factory(cls: type[Any]) -> Callable[[Any], Any]:
     overrides = {
         a.name: override(rename=to_camel(a.name), omit_if_default=a.default is None)
         for a in attrs.fields(cls)
-        if a.name != _RAW_FIELD
+        if a.name not in (_RAW_FIELD, EXTRA_FIELDS)
     }
+    if any(a.name == EXTRA_FIELDS for a in attrs.fields(cls)):
+        overrides[EXTRA_FIELDS] = override(omit=True)
     return make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
 
 

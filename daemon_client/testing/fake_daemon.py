@@ -30,6 +30,8 @@ from daemon_client.testing.fake_core import (
     Session,
     server_info_payload,
 )
+from daemon_client.testing.fake_directory import DirectoryObservation, FakeDirectory
+from daemon_client.testing.fake_directory_stores import AgentStore, WorkspaceStore
 from daemon_client.testing.fake_handlers import (
     KNOWN_REQUESTS,
     Handler,
@@ -48,6 +50,8 @@ __all__ = [
     "DEFAULT_FEATURES",
     "DEFAULT_VERSIONS",
     "KNOWN_REQUESTS",
+    "AgentStore",
+    "DirectoryObservation",
     "FakeConfig",
     "FakeConnection",
     "FakeDaemon",
@@ -58,6 +62,7 @@ __all__ = [
     "RequestContext",
     "RequestSchema",
     "Session",
+    "WorkspaceStore",
     "register_extension",
     "reply_type_for",
 ]
@@ -97,6 +102,13 @@ class FakeDaemon:
         )
         self.registry: HandlerRegistry = default_registry()
         self.core = DaemonCore(self.config, self.registry, self)
+        self.directory = FakeDirectory(self.core)
+        """Agent and workspace directories: stores, observations, handlers (fake_directory)."""
+        self.directory.install(self.registry)
+        self.agents: AgentStore = self.directory.agents
+        """Agents served by the directory requests; mutations notify observations."""
+        self.workspaces: WorkspaceStore = self.directory.workspaces
+        """Workspaces served by the directory requests; mutations notify observations."""
         self._loopback = LoopbackFrontend(self.core)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -198,6 +210,11 @@ class FakeDaemon:
     def sessions(self) -> dict[str, Session]:
         """Live server-side sessions by ``clientId`` (expired ones removed)."""
         return self.core.sessions()
+
+    def directory_observations(self, *, include_released: bool = False) -> list[DirectoryObservation]:
+        """Live server-side agent/workspace observations (capable: per socket; legacy: per session
+        slot), in creation order; ``include_released`` adds released and replaced ones."""
+        return self.directory.observations(include_released=include_released)
 
     def wait_for_frame(
         self,

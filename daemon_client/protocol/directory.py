@@ -1,0 +1,274 @@
+"""Directory queries and results: filters, sort, paging, list results and update messages
+of the agent and workspace directories (protocol.md 4.1-4.3, 4.8).
+
+Query objects validate themselves on construction (``ValueError`` before anything is
+sent) and render their wire form. Parsers turn reply and update payloads into models;
+they run on whichever thread first needs the typed value. Pure data and functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, ProjectPlacement
+from daemon_client.protocol.codec import structure
+from daemon_client.protocol.workspaces import WorkspaceDescriptor, WorkspaceProjectDescriptor
+
+P = TypeVar("P")
+
+MAX_PAGE_LIMIT = 200
+AGENT_SORT_KEYS = frozenset({"status_priority", "created_at", "updated_at", "title"})
+WORKSPACE_SORT_KEYS = frozenset({"status_priority", "activity_at", "name", "project_id"})
+
+
+def _drop_none(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+@attrs.frozen
+class Page:
+    """Which page to read: at most ``limit`` entries (1..200) after an opaque ``cursor``."""
+
+    limit: int | None = None
+    cursor: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.limit is not None and (
+            isinstance(self.limit, bool) or not isinstance(self.limit, int) or not 1 <= self.limit <= MAX_PAGE_LIMIT
+        ):
+            raise ValueError(f"page limit must be an integer from 1 to {MAX_PAGE_LIMIT}, got {self.limit!r}")
+        if self.cursor is not None and (not isinstance(self.cursor, str) or not self.cursor):
+            raise ValueError("page cursor must be a non-empty string (a nextCursor from an earlier page)")
+
+    def to_wire(self) -> dict[str, Any]:
+        return _drop_none({"limit": self.limit, "cursor": self.cursor})
+
+
+@attrs.frozen
+class Sort:
+    """One sort key and its direction (``"asc"`` or ``"desc"``)."""
+
+    key: str
+    direction: str = "desc"
+
+    def __attrs_post_init__(self) -> None:
+        if self.direction not in ("asc", "desc"):
+            raise ValueError(f"sort direction must be 'asc' or 'desc', got {self.direction!r}")
+
+
+SortLike = Sort | tuple[str, str] | str
+
+
+def sort_to_wire(sort: Sequence[SortLike] | None, allowed: frozenset[str]) -> list[dict[str, str]] | None:
+    """Validate ``sort`` (``Sort``, ``(key, direction)`` or ``"key"`` for descending) and render it."""
+    if sort is None:
+        return None
+    if isinstance(sort, str | Sort):
+        sort = [sort]
+    rendered = []
+    for item in sort:
+        spec = item if isinstance(item, Sort) else Sort(item) if isinstance(item, str) else Sort(*item)
+        if spec.key not in allowed:
+            raise ValueError(f"unknown sort key {spec.key!r}; use one of {', '.join(sorted(allowed))}")
+        rendered.append({"key": spec.key, "direction": spec.direction})
+    return rendered
+
+
+@attrs.frozen
+class AgentFilter:
+    """Which agents a directory read or observation covers (every given field must match)."""
+
+    labels: Mapping[str, str] | None = None
+    project_keys: Sequence[str] | None = None
+    statuses: Sequence[str] | None = None
+    include_archived: bool | None = None
+    requires_attention: bool | None = None
+    thinking_option_id: str | None = None
+    include_internal: bool | None = None
+    include_background: bool | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _drop_none(
+            {
+                "labels": dict(self.labels) if self.labels is not None else None,
+                "projectKeys": list(self.project_keys) if self.project_keys is not None else None,
+                "statuses": list(self.statuses) if self.statuses is not None else None,
+                "includeArchived": self.include_archived,
+                "requiresAttention": self.requires_attention,
+                "thinkingOptionId": self.thinking_option_id,
+                "includeInternal": self.include_internal,
+                "includeBackground": self.include_background,
+            }
+        )
+
+
+@attrs.frozen
+class WorkspaceFilter:
+    """Which workspaces a directory read or observation covers."""
+
+    query: str | None = None
+    project_id: str | None = None
+    id_prefix: str | None = None
+    include_internal: bool | None = None
+    include_background: bool | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return _drop_none(
+            {
+                "query": self.query,
+                "projectId": self.project_id,
+                "idPrefix": self.id_prefix,
+                "includeInternal": self.include_internal,
+                "includeBackground": self.include_background,
+            }
+        )
+
+
+@attrs.frozen
+class SubscribeOptions:
+    """Options of a subscribing ``list()``; none exist yet. The daemon (or, on older daemons,
+    this client) issues the subscription ID: callers never supply one."""
+
+
+@attrs.frozen
+class PageInfo:
+    """Where a page sits: ``next_cursor`` reads on, ``prev_cursor`` echoes the request's cursor."""
+
+    next_cursor: str | None = None
+    prev_cursor: str | None = None
+    has_more: bool = False
+
+
+@attrs.frozen
+class AgentListResult:
+    """A page of the agent directory; with ``subscribe`` also the live observation."""
+
+    entries: tuple[AgentEntry, ...]
+    page_info: PageInfo = PageInfo()
+    subscription_id: str | None = None
+    subscription: Any = attrs.field(default=None, repr=False, eq=False)
+    sync: Mapping[str, Any] | None = None
+
+
+@attrs.frozen
+class WorkspaceListResult:
+    """A page of the workspace directory; with ``subscribe`` also the live observation."""
+
+    entries: tuple[WorkspaceDescriptor, ...]
+    page_info: PageInfo = PageInfo()
+    empty_projects: tuple[WorkspaceProjectDescriptor, ...] = ()
+    subscription_id: str | None = None
+    subscription: Any = attrs.field(default=None, repr=False, eq=False)
+    sync: Mapping[str, Any] | None = None
+
+
+@attrs.frozen
+class AgentUpdate:
+    """``agent_update`` payload: ``kind`` is ``"upsert"`` (``agent`` set) or ``"remove"``."""
+
+    kind: str
+    agent_id: str
+    agent: AgentSnapshot | None = None
+    project: ProjectPlacement | None = None
+    subscription_id: str | None = None
+    generation: Any = None
+    seq: int | None = None
+
+
+@attrs.frozen
+class WorkspaceUpdate:
+    """``workspace_update`` payload: ``kind`` is ``"upsert"`` (``workspace`` set) or ``"remove"``."""
+
+    kind: str
+    workspace_id: str
+    workspace: WorkspaceDescriptor | None = None
+    empty_project: WorkspaceProjectDescriptor | None = None
+    removed_project_id: str | None = None
+    subscription_id: str | None = None
+    generation: Any = None
+    seq: int | None = None
+
+
+@attrs.frozen
+class DirectoryMessage(Generic[P]):
+    """A whole update message as delivered to ``update`` callbacks: ``type`` and typed ``payload``."""
+
+    type: str
+    payload: P
+
+
+def _optional(payload: Mapping[str, Any], key: str, cls: type[P]) -> P | None:
+    value = payload.get(key)
+    return structure(value, cls) if isinstance(value, Mapping) else None
+
+
+def _page_info(payload: Mapping[str, Any]) -> PageInfo:
+    return _optional(payload, "pageInfo", PageInfo) or PageInfo()
+
+
+def _sync(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    value = payload.get("sync")
+    return value if isinstance(value, Mapping) else None
+
+
+def parse_agent_list(payload: Mapping[str, Any]) -> AgentListResult:
+    """``fetch_agents_response`` payload → :class:`AgentListResult` (no subscription attached)."""
+    entries = payload.get("entries") or []
+    return AgentListResult(
+        entries=tuple(structure(entry, AgentEntry) for entry in entries),
+        page_info=_page_info(payload),
+        sync=_sync(payload),
+    )
+
+
+def parse_workspace_list(payload: Mapping[str, Any]) -> WorkspaceListResult:
+    """``fetch_workspaces_response`` payload → :class:`WorkspaceListResult`."""
+    return WorkspaceListResult(
+        entries=tuple(structure(entry, WorkspaceDescriptor) for entry in payload.get("entries") or []),
+        page_info=_page_info(payload),
+        empty_projects=tuple(
+            structure(project, WorkspaceProjectDescriptor) for project in payload.get("emptyProjects") or []
+        ),
+        sync=_sync(payload),
+    )
+
+
+def _seq(payload: Mapping[str, Any]) -> int | None:
+    seq = payload.get("seq")
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+
+
+def parse_agent_update(payload: Mapping[str, Any]) -> DirectoryMessage[AgentUpdate]:
+    """``agent_update`` payload → the typed message handed to ``update`` callbacks."""
+    agent = _optional(payload, "agent", AgentSnapshot)
+    agent_id = agent.id if agent is not None else str(payload.get("agentId") or "")
+    update = AgentUpdate(
+        kind=str(payload.get("kind") or ""),
+        agent_id=agent_id,
+        agent=agent,
+        project=_optional(payload, "project", ProjectPlacement),
+        subscription_id=payload.get("subscriptionId"),
+        generation=payload.get("generation"),
+        seq=_seq(payload),
+    )
+    return DirectoryMessage("agent_update", update)
+
+
+def parse_workspace_update(payload: Mapping[str, Any]) -> DirectoryMessage[WorkspaceUpdate]:
+    """``workspace_update`` payload → the typed message handed to ``update`` callbacks."""
+    workspace = _optional(payload, "workspace", WorkspaceDescriptor)
+    workspace_id = workspace.id if workspace is not None else str(payload.get("id") or "")
+    update = WorkspaceUpdate(
+        kind=str(payload.get("kind") or ""),
+        workspace_id=workspace_id,
+        workspace=workspace,
+        empty_project=_optional(payload, "emptyProject", WorkspaceProjectDescriptor),
+        removed_project_id=payload.get("removedProjectId"),
+        subscription_id=payload.get("subscriptionId"),
+        generation=payload.get("generation"),
+        seq=_seq(payload),
+    )
+    return DirectoryMessage("workspace_update", update)
