@@ -440,8 +440,11 @@ class DirectoryManager(Generic[S, U, E]):
                     direct=True,
                     on_settle=lambda payload, error, o=observation: self._established(o, payload, error, restored=True),
                 )
-            except DaemonClientError as exc:
+            except DaemonClientError as exc:  # not even queued: no settle hook will run
                 _log.debug("re-establishing %r not sent: %s", observation, exc)
+                if kind is not HostKind.CAPABLE:
+                    with self._lock:
+                        self._restoring -= 1
 
     def release_all_for_close(self, kind: HostKind) -> list[Future[Any]]:
         """``close()`` while connected: release every capable observation (futures to await)."""

@@ -451,3 +451,15 @@ def test_close_releases_owned_observations(connected, kind: str) -> None:
         assert released == set()
     assert agents.subscription.released
     assert workspaces.subscription.released
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_observation_is_a_context_manager(connected, kind: str) -> None:
+    fake, client = connected(kind)
+    with client.agents.list(subscribe=True).subscription as observation:
+        assert not observation.released
+        assert observation.current() is not None
+    assert observation.released
+    assert observation.current() is not None  # the last view stays readable
+    released = _frames(fake, "subscription.release.request")
+    assert len(released) == (1 if kind == "capable" else 0)
