@@ -5,7 +5,8 @@
 ...     print(client.server_info)
 """
 
-from daemon_client.agents import AgentHandle
+from daemon_client.agent_create import AgentConfig
+from daemon_client.agent_handle import AgentHandle, RunResult
 from daemon_client.client import Client, connect
 from daemon_client.config import DEFAULT_APP_VERSION, DEFAULT_URL, Heartbeat, ReconnectPolicy
 from daemon_client.connection import ConnectionState
@@ -44,7 +45,38 @@ from daemon_client.protocol.directory import (
 )
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionMessage, SessionPong, UnknownMessage
+from daemon_client.protocol.timeline import (
+    AssistantMessage,
+    AttentionRequired,
+    Compaction,
+    ErrorItem,
+    Notification,
+    PermissionRequested,
+    PermissionResolved,
+    Reasoning,
+    Replacement,
+    SubscriptionError,
+    SubscriptionRestored,
+    ThreadStarted,
+    TimelineCursor,
+    TimelineEntry,
+    TimelineEvent,
+    TimelinePage,
+    TimelineUpdate,
+    Todo,
+    ToolCall,
+    TurnCanceled,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    UnknownEvent,
+    UnknownItem,
+    UserMessage,
+    join_messages,
+)
 from daemon_client.protocol.workspaces import WorkspaceDescriptor, WorkspaceProjectDescriptor
+from daemon_client.timeline import AgentTimeline, TimelineStream
+from daemon_client.timeline_routing import TimelineAck, TimelineSubscription
 from daemon_client.workspaces import WorkspaceHandle
 
 __version__ = "0.1.0"
@@ -52,44 +84,76 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_APP_VERSION",
     "DEFAULT_URL",
+    "AgentConfig",
     "AgentCreateError",
     "AgentEntry",
     "AgentFilter",
     "AgentHandle",
     "AgentListResult",
     "AgentSnapshot",
+    "AgentTimeline",
     "AgentUpdate",
+    "AssistantMessage",
+    "AttentionRequired",
     "AuthenticationError",
     "CallbackError",
     "Checkout",
     "Client",
     "ClientClosed",
+    "Compaction",
     "ConnectTimeout",
     "ConnectionLost",
     "ConnectionState",
     "DaemonClientError",
     "DirectoryMessage",
     "DirectoryObservation",
+    "ErrorItem",
     "Heartbeat",
     "HostKind",
     "NotConnected",
+    "Notification",
     "Page",
     "PageInfo",
+    "PermissionRequested",
+    "PermissionResolved",
     "ProjectPlacement",
     "ProtocolError",
     "ProtocolVersionError",
     "ProvidersNotReady",
+    "Reasoning",
     "ReconnectPolicy",
+    "Replacement",
     "RequestTimeout",
     "RpcError",
+    "RunResult",
     "ServerInfo",
     "SessionMessage",
     "SessionPong",
     "Sort",
     "SubscribeOptions",
+    "SubscriptionError",
     "SubscriptionReleased",
+    "SubscriptionRestored",
+    "ThreadStarted",
+    "TimelineAck",
+    "TimelineCursor",
+    "TimelineEntry",
+    "TimelineEvent",
+    "TimelinePage",
+    "TimelineStream",
+    "TimelineSubscription",
+    "TimelineUpdate",
+    "Todo",
+    "ToolCall",
+    "TurnCanceled",
+    "TurnCompleted",
+    "TurnFailed",
+    "TurnStarted",
+    "UnknownEvent",
+    "UnknownItem",
     "UnknownMessage",
     "UnsupportedByHost",
+    "UserMessage",
     "WorkspaceDescriptor",
     "WorkspaceFilter",
     "WorkspaceHandle",
@@ -99,4 +163,5 @@ __all__ = [
     "WouldDeadlock",
     "__version__",
     "connect",
+    "join_messages",
 ]

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from daemon_client.agent_create import AgentConfig, build_create_message, created_agent
+from daemon_client.agent_handle import AgentHandle
 from daemon_client.errors import RpcError
-from daemon_client.handles import LocalHandle
 from daemon_client.observations import DirectoryFamily, DirectoryManager, DirectoryObservation
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.codec import structure
@@ -32,6 +33,7 @@ from daemon_client.protocol.directory import (
     sort_to_wire,
 )
 from daemon_client.subscribe_options import SubscribeArg, wants_subscription
+from daemon_client.timeline_routing import TimelineManager
 
 if TYPE_CHECKING:
     from daemon_client.client import Client
@@ -64,49 +66,22 @@ AGENTS = DirectoryFamily[AgentListResult, AgentMessage, AgentEntry](
 )
 
 
-class AgentHandle(LocalHandle[AgentSnapshot]):
-    """A local reference to one agent (``client.agents.ref(id)``); creating it fetches nothing.
-
-    Its snapshot follows every update this client's live agent observations receive for
-    the agent; ``refresh()`` reads it from the daemon. Properties read ``None`` until a
-    snapshot has been seen.
-    """
-
-    def __init__(self, agents: AgentsNamespace, agent_id: str, snapshot: AgentSnapshot | None = None) -> None:
-        super().__init__(agent_id, snapshot)
-        self._agents = agents
-        self._project: ProjectPlacement | None = None
-
-    @property
-    def status(self) -> str | None:
-        return self._snapshot.status if self._snapshot is not None else None
-
-    @property
-    def title(self) -> str | None:
-        return self._snapshot.title if self._snapshot is not None else None
-
-    @property
-    def project(self) -> ProjectPlacement | None:
-        return self._project
-
-    def refresh(self, timeout: float | None = None) -> AgentSnapshot | None:
-        """Fetch the agent (``fetch_agent_request``); ``None`` if the daemon does not know it."""
-        snapshot, project = self._agents.fetch_with_project(self.id, timeout=timeout)
-        if snapshot is not None:
-            self._seen(snapshot)
-            self._project = project
-        return snapshot
-
-    def __repr__(self) -> str:
-        return f"<AgentHandle {self.id} {self.status or 'unknown'}>"
-
-
 class AgentsNamespace:
     """``client.agents``."""
 
-    def __init__(self, client: Client, manager: DirectoryManager[AgentListResult, AgentMessage, AgentEntry]) -> None:
+    def __init__(
+        self,
+        client: Client,
+        manager: DirectoryManager[AgentListResult, AgentMessage, AgentEntry],
+        timelines: TimelineManager,
+    ) -> None:
         self._client = client
         self._manager = manager
+        self._timelines = timelines
+        self._dispatcher = manager.dispatcher
+        self._request = client.request
+        self._send = client._connection.send_message
+        self._watch = client._pushes.watch
         self._handles: weakref.WeakValueDictionary[str, AgentHandle] = weakref.WeakValueDictionary()
         self._handles_lock = threading.Lock()
         manager.add_listener(self._on_update)
@@ -153,6 +128,47 @@ class AgentsNamespace:
             return parse_agent_list(self._client.request(message, timeout=wait))
         observation, result = self._manager.observe(message, wait)
         return attrs.evolve(result, subscription_id=observation.subscription_id, subscription=observation)
+
+    def create(
+        self,
+        config: AgentConfig,
+        *,
+        cwd: str | None = None,
+        prompt: str | None = None,
+        title: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        workspace_id: str | None = None,
+        images: Sequence[Mapping[str, str]] | None = None,
+        client_message_id: str | None = None,
+        idempotency_key: str | None = None,
+        background: bool | None = None,
+        timeout: float | None = None,
+    ) -> AgentHandle:
+        """Create an agent (and start its first turn when ``prompt`` is given).
+
+        ``config=AgentConfig(provider="claude/sonnet", mode_id=...)``. Uses the lifecycle
+        request with an idempotency key where the host supports it (a retry with the same
+        ``idempotency_key`` after ``ConnectionLost`` cannot create a second agent), else the
+        older request. Raises ``AgentCreateError`` (e.g. unknown or unavailable provider).
+        """
+        message = build_create_message(
+            config,
+            self._client.server_info,
+            cwd=cwd,
+            prompt=prompt,
+            title=title,
+            labels=labels,
+            workspace_id=workspace_id,
+            images=images,
+            client_message_id=client_message_id,
+            idempotency_key=idempotency_key,
+            background=background,
+        )
+        payload = self._client.request(message, timeout=timeout)
+        snapshot = created_agent(message["type"], payload)
+        handle = self.ref(snapshot)
+        handle._seen(snapshot)
+        return handle
 
     def subscribe(self, handler: Callable[[AgentMessage], object]) -> Callable[[], None]:
         """A local listener for every ``agent_update`` routed to this client's live agent

@@ -37,6 +37,7 @@ from daemon_client.protocol.models import ServerInfo, SessionPong
 from daemon_client.protocol.replies import default_timeout_for
 from daemon_client.registry import PushHandler, PushRegistry
 from daemon_client.requests import RequestTable
+from daemon_client.timeline_routing import TimelineManager
 from daemon_client.timers import TimerThread
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
 from daemon_client.transport.websocket import WebSocketTransport
@@ -130,10 +131,26 @@ class Client:
         )
         self._agent_directory = self._directory_manager(AGENTS)
         self._workspace_directory = self._directory_manager(WORKSPACES)
-        self.agents = AgentsNamespace(self, self._agent_directory)
+        self._timelines = self._timeline_manager()
+        self.agents = AgentsNamespace(self, self._agent_directory, self._timelines)
         """The agent directory, its observations and agent handles."""
         self.workspaces = WorkspacesNamespace(self, self._workspace_directory)
         """The workspace directory, its observations and workspace handles."""
+
+    def _timeline_manager(self) -> TimelineManager:
+        connection = self._connection
+        manager = TimelineManager(
+            submit=connection.submit,
+            server_info=lambda: connection.server_info,
+            reset_transport=connection.reset_transport,
+            dispatcher=self._dispatcher,
+        )
+        self._pushes.set_router("agent_stream", manager.route_stream)
+        self._pushes.set_router("agent.timeline.replacement", manager.route_replacement)
+        connection.add_restore_hook(manager.restore)
+        connection.add_disconnect_hook(manager.on_disconnect)
+        connection.add_close_hook(manager.release_for_close)
+        return manager
 
     def _directory_manager(self, family: DirectoryFamily[S, U, E]) -> DirectoryManager[S, U, E]:
         connection = self._connection
@@ -172,6 +189,7 @@ class Client:
         self._connection.close(timeout)
         self._agent_directory.dispose()
         self._workspace_directory.dispose()
+        self._timelines.dispose()
         self._timers.stop(timeout)
         self._dispatcher.stop(timeout)
         if not self._dispatcher.on_dispatch_thread():

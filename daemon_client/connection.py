@@ -69,6 +69,7 @@ class ConnectionState(enum.Enum):
 StateListener = Callable[[ConnectionState, ConnectionState, str], None]
 RestoreHook = Callable[[HostKind, bool], None]
 CloseHook = Callable[[HostKind], list[Future[Any]]]
+DisconnectHook = Callable[[], None]
 CLOSE_RELEASE_TIMEOUT = 2.0
 
 
@@ -124,6 +125,7 @@ class Connection:
         self._listeners: list[StateListener] = []
         self._restore_hooks: list[RestoreHook] = []
         self._close_hooks: list[CloseHook] = []
+        self._disconnect_hooks: list[DisconnectHook] = []
         self._waiters: list[Future[ServerInfo]] = []
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -176,6 +178,11 @@ class Connection:
         and returns their futures, which ``close()`` awaits for at most 2 s in total."""
         with self._lock:
             self._close_hooks.append(hook)
+
+    def add_disconnect_hook(self, hook: DisconnectHook) -> None:
+        """Run ``hook()`` on the reader thread each time a connection ends (internal, non-blocking)."""
+        with self._lock:
+            self._disconnect_hooks.append(hook)
 
     def reset_transport(self, reason: str) -> None:
         """Drop the current socket (any thread) so that the reconnect rules apply; used when the
@@ -315,6 +322,17 @@ class Connection:
                 entry.finish(error=exc)
         return entry.future
 
+    def send_message(self, message: Mapping[str, Any]) -> None:
+        """Send a fire-and-forget session message (no reply is awaited). Raises
+        ``NotConnected``/``ClientClosed`` unless connected, ``ConnectionLost`` if the write fails."""
+        with self._lock:
+            state = self._state
+            if state is ConnectionState.DISPOSED or self._closing:
+                raise ClientClosed("Daemon client is disposed")
+            if state is not ConnectionState.CONNECTED:
+                raise NotConnected(f"Transport not connected (status: {state.value})")
+        self._write(encode_session(message))
+
     def _write(self, text: str) -> None:
         with self._send_lock:
             transport = self._transport
@@ -363,6 +381,11 @@ class Connection:
             self._set_state(ConnectionState.CONNECTING, f"attempt {attempt}")
             failure, connected_for = self._run_once()
             self._heartbeat.stop()
+            for hook in list(self._disconnect_hooks):
+                try:
+                    hook()
+                except Exception:  # noqa: BLE001 - one failing hook must not stop the others
+                    self._log.exception("disconnect hook failed")
             if self._closing:
                 self._requests.fail_all(lambda _e: ClientClosed("Daemon client closed"))
                 return

@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from typing import Generic, TypeVar
 
 from daemon_client.protocol.models import SessionMessage
+from daemon_client.requests import settle
 
 PushHandler = Callable[[SessionMessage], None]
 Post = Callable[[Callable[[], None]], None]
@@ -30,6 +32,23 @@ class PushRegistry:
         self._lock = threading.Lock()
         self._by_type: dict[str, tuple[PushHandler, ...]] = {}
         self._routers: dict[str, PushHandler] = {}
+        self._watchers: tuple[tuple[frozenset[str], Callable[[SessionMessage], bool], Future[SessionMessage]], ...] = ()
+
+    def watch(
+        self, message_types: Iterable[str], predicate: Callable[[SessionMessage], bool]
+    ) -> tuple[Future[SessionMessage], Callable[[], None]]:
+        """Internal: a future completed (on the reader thread) by the first push of one of
+        ``message_types`` that satisfies ``predicate``; and a function that stops watching."""
+        future: Future[SessionMessage] = Future()
+        watcher = (frozenset(message_types), predicate, future)
+        with self._lock:
+            self._watchers = (*self._watchers, watcher)
+
+        def cancel() -> None:
+            with self._lock:
+                self._watchers = tuple(w for w in self._watchers if w is not watcher)
+
+        return future, cancel
 
     def set_router(self, message_type: str, router: PushHandler) -> None:
         """Internal: ``router(message)`` runs on the reader thread for every push of that type,
@@ -66,6 +85,8 @@ class PushRegistry:
         router = self._routers.get(message.type)
         if router is not None:
             router(message)
+        if self._watchers:
+            self._check_watchers(message)
         table = self._by_type
         handlers = table.get(message.type, ()) + table.get(_ALL, ())
         if not handlers:
@@ -75,6 +96,16 @@ class PushRegistry:
         post = self._post
         for handler in handlers:
             post(lambda handler=handler: handler(message))  # type: ignore[misc]
+
+    def _check_watchers(self, message: SessionMessage) -> None:
+        for types, predicate, future in self._watchers:
+            if message.type in types and not future.done():
+                try:
+                    matched = predicate(message)
+                except Exception:  # noqa: BLE001 - a malformed push must not hurt the reader
+                    matched = False
+                if matched:
+                    settle(future, result=message)
 
 
 T = TypeVar("T")

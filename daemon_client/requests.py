@@ -17,36 +17,41 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, InvalidStateError
-from typing import Any
+from typing import Any, TypeVar
 
 from daemon_client.errors import ProtocolError, RequestTimeout, RpcError
 from daemon_client.protocol.replies import ReplyMatcher
 from daemon_client.timers import Timer, TimerThread
 
 _log = logging.getLogger("daemon_client.requests")
+T = TypeVar("T")
 Post = Callable[[Callable[[], None]], None]
 SettleHook = Callable[[dict[str, Any] | None, BaseException | None], None]
 """Internal hook told how a request ended, before its future is settled. It runs on the
 thread that settles it (reader, timer, or the thread failing it) and must not block."""
 
 
-class ReplyFuture(Future[dict[str, Any]]):
-    """A future whose done-callbacks run on the client's callback thread, not the reader."""
+class CallbackFuture(Future[T]):
+    """A future whose done-callbacks run on the client's callback thread, never on the
+    internal thread (reader, timer) that completes it."""
 
     def __init__(self, post: Post) -> None:
         super().__init__()
         self._post = post
 
-    def add_done_callback(self, fn: Callable[[Future[dict[str, Any]]], object]) -> None:
+    def add_done_callback(self, fn: Callable[[Future[T]], object]) -> None:
         post = self._post
 
-        def forward(fut: Future[dict[str, Any]]) -> None:
+        def forward(fut: Future[T]) -> None:
             post(lambda: _call(fn, fut))
 
         super().add_done_callback(forward)
 
 
-def _call(fn: Callable[[Future[dict[str, Any]]], object], fut: Future[dict[str, Any]]) -> None:
+ReplyFuture = CallbackFuture[dict[str, Any]]
+
+
+def _call(fn: Callable[[Future[T]], object], fut: Future[T]) -> None:
     fn(fut)
 
 

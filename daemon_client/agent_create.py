@@ -1,0 +1,131 @@
+"""Creating agents (protocol.md 5.3): ``AgentConfig`` and the two wire paths.
+
+Hosts with ``features.creationLifecycle`` get ``agent.create.request`` with an
+idempotency key; others get ``create_agent_request`` answered by a ``status`` message.
+Runs on the caller's thread; validation happens before anything is sent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from daemon_client.errors import AgentCreateError, UnsupportedByHost
+from daemon_client.protocol.agents import AgentSnapshot
+from daemon_client.protocol.codec import structure
+from daemon_client.protocol.models import ServerInfo
+
+
+@attrs.frozen
+class AgentConfig:
+    """What to run: ``provider`` may be ``"provider/model"`` (split before sending)."""
+
+    provider: str
+    model: str | None = None
+    cwd: str | None = None
+    mode_id: str | None = None
+    thinking_option_id: str | None = None
+    feature_values: Mapping[str, Any] | None = None
+    system_prompt: str | None = None
+    mcp_servers: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = attrs.field(factory=dict)
+    """Further config fields sent as they are (camelCase wire names)."""
+
+    def to_wire(self, cwd: str, title: str | None) -> dict[str, Any]:
+        provider, _, model = self.provider.partition("/")
+        if not provider:
+            raise ValueError("AgentConfig.provider is required ('provider' or 'provider/model')")
+        if model and self.model and model != self.model:
+            raise ValueError(f"provider {self.provider!r} names model {model!r}, but model={self.model!r}")
+        config: dict[str, Any] = {"provider": provider, "cwd": cwd, **dict(self.extra)}
+        optional = {
+            "model": self.model or model or None,
+            "modeId": self.mode_id,
+            "thinkingOptionId": self.thinking_option_id,
+            "featureValues": dict(self.feature_values) if self.feature_values is not None else None,
+            "systemPrompt": self.system_prompt,
+            "mcpServers": dict(self.mcp_servers) if self.mcp_servers is not None else None,
+            "title": title,
+        }
+        config.update({key: value for key, value in optional.items() if value is not None})
+        return config
+
+
+def build_create_message(
+    config: AgentConfig,
+    info: ServerInfo | None,
+    *,
+    cwd: str | None,
+    prompt: str | None,
+    title: str | None,
+    labels: Mapping[str, str] | None,
+    workspace_id: str | None,
+    images: Sequence[Mapping[str, str]] | None,
+    client_message_id: str | None,
+    idempotency_key: str | None,
+    background: bool | None,
+) -> dict[str, Any]:
+    """The create request for this host; ``ValueError``/``UnsupportedByHost`` before sending."""
+    directory = cwd or config.cwd
+    if not directory:
+        raise ValueError("an agent needs a working directory: pass cwd=... or AgentConfig(cwd=...)")
+    if title is not None:
+        title = title.strip()
+        if not 1 <= len(title) <= 200:
+            raise ValueError("title must be 1 to 200 characters after trimming")
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= 512:
+        raise ValueError("idempotency_key must be 1 to 512 characters")
+    lifecycle = info is not None and info.feature("creationLifecycle")
+    if background is not None and not (info is not None and info.feature("backgroundWorkspaces")):
+        raise UnsupportedByHost("Update the host to use background workspaces.")
+    message: dict[str, Any] = {
+        "type": "agent.create.request" if lifecycle else "create_agent_request",
+        "config": config.to_wire(directory, title),
+    }
+    if prompt and prompt.strip():
+        message["initialPrompt"] = prompt.strip()
+        message["clientMessageId"] = client_message_id or str(uuid.uuid4())
+    if labels:
+        message["labels"] = dict(labels)
+    if workspace_id is not None:
+        message["workspaceId"] = workspace_id
+    if images:
+        message["images"] = [dict(image) for image in images]
+    if background is not None:
+        message["background"] = background
+    if lifecycle:
+        message["idempotencyKey"] = idempotency_key or str(uuid.uuid4())
+        message["subscribe"] = True
+    elif idempotency_key is not None and info is not None and info.feature("agentRequestReceipts"):
+        if "initialPrompt" not in message and not images:
+            message["idempotencyKey"] = idempotency_key
+    return message
+
+
+def created_agent(message_type: str, payload: Mapping[str, Any]) -> AgentSnapshot:
+    """The created agent from a create reply; ``AgentCreateError`` if creation failed."""
+    request_id = payload.get("requestId")
+    if message_type == "agent.create.request":
+        agent = payload.get("agent")
+        if payload.get("error") or not isinstance(agent, Mapping):
+            creation = payload.get("creation")
+            code = creation.get("errorCode") if isinstance(creation, Mapping) else None
+            raise AgentCreateError(
+                str(payload.get("error") or "the daemon created no agent"),
+                error_code=code if isinstance(code, str) else None,
+                request_type=message_type,
+                request_id=request_id,
+            )
+        return structure(agent, AgentSnapshot)
+    if payload.get("status") != "agent_created" or not isinstance(payload.get("agent"), Mapping):
+        code = payload.get("errorCode")
+        raise AgentCreateError(
+            str(payload.get("error") or "the daemon could not create the agent"),
+            error_code=code if isinstance(code, str) else None,
+            request_type=message_type,
+            request_id=request_id,
+        )
+    return structure(payload["agent"], AgentSnapshot)

@@ -1,0 +1,190 @@
+"""``agent.timeline``: follow one agent's timeline live, read its history, or pull a stream.
+
+``subscribe`` and ``stream`` register demand through :mod:`daemon_client.timeline_routing`;
+``refetch`` and ``pages`` are blocking reads on the caller's thread. A failed read raises
+for that read only: live delivery goes on.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from daemon_client.errors import ClientClosed, RpcError
+from daemon_client.protocol.timeline import (
+    SubscriptionError,
+    TimelineCursor,
+    TimelinePage,
+    TimelineUpdate,
+    parse_page,
+)
+from daemon_client.timeline_routing import TimelineHandler, TimelineManager, TimelineSubscription
+
+if TYPE_CHECKING:
+    from daemon_client.agent_handle import AgentHandle
+    from daemon_client.dispatch import Dispatcher
+
+DIRECTIONS = ("tail", "before", "after")
+PROJECTIONS = ("projected", "canonical")
+
+
+class AgentTimeline:
+    """The timeline of one agent: ``handle.timeline``."""
+
+    def __init__(
+        self,
+        handle: AgentHandle,
+        manager: TimelineManager,
+        request: Callable[..., dict[str, Any]],
+        dispatcher: Dispatcher,
+    ) -> None:
+        self._handle = handle
+        self._manager = manager
+        self._request = request
+        self._dispatcher = dispatcher
+
+    def subscribe(self, handler: TimelineHandler) -> TimelineSubscription:
+        """Follow the agent's timeline: ``handler(update)`` runs on the callback thread for
+        every event of this agent, in order, plus the local events
+        ``subscription_restored`` (after a reconnect, before later events), ``replacement``
+        (history replaced under a new epoch) and ``error`` (establishment failed; the
+        subscription is then released — subscribe again to retry).
+
+        Each call creates its own subscription. Returns at once; ``ready`` tells when the
+        daemon acknowledged the demand. Before ``connect()`` it waits for the connection.
+        """
+        return self._manager.subscribe(self._handle.id, handler)
+
+    def refetch(
+        self,
+        direction: str | None = None,
+        cursor: TimelineCursor | None = None,
+        limit: int | None = None,
+        projection: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> TimelinePage:
+        """Read history (``fetch_agent_timeline_request``); blocks up to ``timeout`` (30 s).
+
+        ``direction``: ``"tail"`` (newest), ``"before"`` or ``"after"`` a ``cursor``
+        (default: ``after`` with a cursor, else ``tail``). ``limit`` 0 means every row;
+        ``projection``: ``"projected"`` (merged, the default) or ``"canonical"``. Never infer
+        the end of history from a short page: use ``has_older``/``has_newer``. Raises
+        ``RpcError`` if the daemon reports an error.
+        """
+        if direction is not None and direction not in DIRECTIONS:
+            raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}")
+        if projection is not None and projection not in PROJECTIONS:
+            raise ValueError(f"projection must be one of {', '.join(PROJECTIONS)}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise ValueError("limit must be an integer >= 0 (0 reads every row)")
+        message: dict[str, Any] = {"type": "fetch_agent_timeline_request", "agentId": self._handle.id}
+        if direction is not None:
+            message["direction"] = direction
+        if cursor is not None:
+            message["cursor"] = cursor.to_wire()
+        if limit is not None:
+            message["limit"] = limit
+        if projection is not None:
+            message["projection"] = projection
+        payload = self._request(message, timeout=timeout)
+        error = payload.get("error")
+        if error:
+            raise RpcError(str(error), request_type="fetch_agent_timeline_request", request_id=payload.get("requestId"))
+        page = parse_page(payload)
+        if page.agent is not None:
+            self._handle._seen(page.agent)
+        return page
+
+    def pages(
+        self,
+        direction: str = "before",
+        cursor: TimelineCursor | None = None,
+        limit: int = 100,
+        projection: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Iterator[TimelinePage]:
+        """Walk the history page by page following the daemon's cursors.
+
+        ``"before"`` walks from ``cursor`` (default: the newest rows) back to the oldest;
+        ``"after"`` walks forward from ``cursor`` (default: the oldest rows) to the newest.
+        A page with ``reset`` (stale cursor or gap) restarts the walk from that page.
+        """
+        if direction not in ("before", "after"):
+            raise ValueError("pages() walks 'before' (older) or 'after' (newer)")
+        if cursor is None and direction == "after":  # start before the oldest row of the current epoch
+            probe = self.refetch("tail", None, 1, projection, timeout=timeout)
+            cursor = TimelineCursor(probe.epoch, max(0, probe.window.min_seq - 1))
+        page = self.refetch(direction if cursor else "tail", cursor, limit, projection, timeout=timeout)
+        while True:
+            yield page
+            if direction == "before":
+                if not page.has_older or page.start_cursor is None:
+                    return
+                page = self.refetch("before", page.start_cursor, limit, projection, timeout=timeout)
+            else:
+                if not page.has_newer or page.end_cursor is None:
+                    return
+                page = self.refetch("after", page.end_cursor, limit, projection, timeout=timeout)
+
+    def stream(self, timeout: float | None = None) -> TimelineStream:
+        """A blocking iterator over live updates, for scripts that prefer pulling.
+
+        ``for update in agent.timeline.stream(timeout=30): ...`` — each step waits up to
+        ``timeout`` seconds (``None``: until the client closes) and ends the iteration when
+        nothing arrives in time. Use it as a context manager to release the demand.
+        """
+        return TimelineStream(self, timeout, self._dispatcher)
+
+
+class TimelineStream:
+    """Live updates of one agent pulled on the caller's thread (see ``AgentTimeline.stream``)."""
+
+    def __init__(self, timeline: AgentTimeline, timeout: float | None, dispatcher: Dispatcher) -> None:
+        self._queue: queue.SimpleQueue[TimelineUpdate] = queue.SimpleQueue()
+        self._timeout = timeout
+        self._dispatcher = dispatcher
+        self._ended = threading.Event()
+        self.subscription = timeline.subscribe(self._queue.put)
+
+    def __iter__(self) -> Iterator[TimelineUpdate]:
+        while True:
+            update = self.next(self._timeout)
+            if update is None:
+                return
+            yield update
+
+    def next(self, timeout: float | None = None) -> TimelineUpdate | None:
+        """The next update, or ``None`` after ``timeout`` s or once the stream ended."""
+        self._dispatcher.check_can_wait("a timeline stream")
+        if self._ended.is_set() and self._queue.empty():
+            return None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.monotonic()))
+            try:
+                update = self._queue.get(timeout=wait)
+            except queue.Empty:
+                if self._ended.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                    return None
+                continue
+            if isinstance(update.event, SubscriptionError):
+                self._ended.set()
+                if "closed" in update.event.error:
+                    raise ClientClosed(update.event.error)
+            return update
+
+    def close(self) -> None:
+        """Release the demand (waits for the teardown)."""
+        self._ended.set()
+        self.subscription.release()
+
+    def __enter__(self) -> TimelineStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
