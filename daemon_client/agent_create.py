@@ -99,10 +99,19 @@ def build_create_message(
     if lifecycle:
         message["idempotencyKey"] = idempotency_key or str(uuid.uuid4())
         message["subscribe"] = True
-    elif idempotency_key is not None and info is not None and info.feature("agentRequestReceipts"):
-        if "initialPrompt" not in message and not images:
-            message["idempotencyKey"] = idempotency_key
+    elif idempotency_key is not None and _receipts_allowed(info, message):
+        message["idempotencyKey"] = idempotency_key
     return message
+
+
+def _receipts_allowed(info: ServerInfo | None, message: Mapping[str, Any]) -> bool:
+    """Older hosts take an idempotency key only with ``agentRequestReceipts`` and no prompt or image."""
+    return (
+        info is not None
+        and info.feature("agentRequestReceipts")
+        and "initialPrompt" not in message
+        and not (message.get("images"))
+    )
 
 
 def created_agent(message_type: str, payload: Mapping[str, Any]) -> AgentSnapshot:
