@@ -9,7 +9,6 @@ from daemon_client.agent_create import AgentConfig
 from daemon_client.agent_handle import AgentHandle, RunResult
 from daemon_client.client import Client, connect
 from daemon_client.config import DEFAULT_APP_VERSION, DEFAULT_URL, Heartbeat, ReconnectPolicy
-from daemon_client.connection import ConnectionState
 from daemon_client.errors import (
     AgentCreateError,
     AuthenticationError,
@@ -75,6 +74,7 @@ from daemon_client.protocol.timeline import (
     join_messages,
 )
 from daemon_client.protocol.workspaces import WorkspaceDescriptor, WorkspaceProjectDescriptor
+from daemon_client.state import ConnectionState
 from daemon_client.timeline import AgentTimeline, TimelineStream
 from daemon_client.timeline_routing import TimelineAck, TimelineSubscription
 from daemon_client.workspaces import WorkspaceHandle

@@ -28,7 +28,7 @@ from daemon_client.config import (
     password_from_env,
     url_from_env,
 )
-from daemon_client.connection import Connection, ConnectionOptions, ConnectionState, StateListener
+from daemon_client.connection import Connection, ConnectionOptions
 from daemon_client.dispatch import CallbackExecutor, Dispatcher, next_name
 from daemon_client.observations import DirectoryFamily, DirectoryManager, E, S, U
 from daemon_client.protocol.codec import structure
@@ -37,6 +37,7 @@ from daemon_client.protocol.models import ServerInfo, SessionPong
 from daemon_client.protocol.replies import default_timeout_for
 from daemon_client.registry import PushHandler, PushRegistry
 from daemon_client.requests import RequestTable
+from daemon_client.state import ConnectionState, StateListener
 from daemon_client.timeline_routing import TimelineManager
 from daemon_client.timers import TimerThread
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
