@@ -106,6 +106,7 @@ class TimelineSubscription:
         self._subscription_id: str | None = None
         self.ever_ready = False
         self.ready: Future[TimelineAck] = CallbackFuture(manager.dispatcher.post)
+        self._teardown: Future[dict[str, Any]] | None = None
 
     @property
     def subscription_id(self) -> str | None:
@@ -177,7 +178,13 @@ class TimelineManager:
     def release(self, sub: TimelineSubscription, *, wait: float | None) -> None:
         with self._lock:
             previous = sub.state
-            if previous is State.RELEASED:
+            teardown = sub._teardown
+        if previous is State.RELEASED:
+            if teardown is not None and wait is not None:  # released without waiting: wait now
+                self._await_teardown(sub, teardown, wait)
+            return
+        with self._lock:
+            if sub.state is State.RELEASED:
                 return
             sub.state = State.RELEASED
             if sub in self._subs:
@@ -195,8 +202,13 @@ class TimelineManager:
                 future = self._send_union(union, direct=False)
         except (ConnectionLost, NotConnected, ClientClosed):
             return
-        if future is None or wait is None:
+        if future is None:
             return
+        sub._teardown = future
+        if wait is not None:
+            self._await_teardown(sub, future, wait)
+
+    def _await_teardown(self, sub: TimelineSubscription, future: Future[dict[str, Any]], wait: float) -> None:
         try:
             future.result(wait + 1.0)
         except (ConnectionLost, NotConnected, ClientClosed):
@@ -273,6 +285,8 @@ class TimelineManager:
             waiting = [s for s in self._subs if s.state is State.ESTABLISHING and s.agent_id in union]
             if error is None:
                 self._acked = union
+            elif self._sent_union == union:
+                self._sent_union = self._acked  # the daemon kept the last acknowledged union
         for sub in waiting:
             if error is None:
                 self._go_live(sub, f"legacy:{uuid.uuid4()}", (payload or {}).get("requestId"))

@@ -82,7 +82,7 @@ def test_send_rejected_for_unknown_agent(connected, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_wait_for_finish_timeout_is_a_status_and_cancel_stops_the_turn(connected, kind: str) -> None:
-    fake, client = connected(kind)
+    _, client = connected(kind)
     agent = client.agents.create(dc.AgentConfig(provider="mock"), cwd="/home/dev/projects/demo")
     seen = RecordingHandler[dc.TimelineUpdate]("seen")
     agent.timeline.subscribe(seen).ready.result(5)

@@ -205,7 +205,9 @@ def test_paging_reads_a_long_history_exactly_once_each_way(setup, projection: st
     for n in range(1000):
         fake.timeline.append(agent_id, {"type": "todo", "items": [{"text": str(n), "completed": False}]})
     timeline = client.agents.ref(agent_id).timeline
-    backwards = [e.seq_start for page in timeline.pages("before", limit=100, projection=projection) for e in page.entries]
+    backwards = [
+        e.seq_start for page in timeline.pages("before", limit=100, projection=projection) for e in page.entries
+    ]
     forwards = [e.seq_start for page in timeline.pages("after", limit=100, projection=projection) for e in page.entries]
     assert sorted(backwards) == list(range(1, 1001))
     assert forwards == list(range(1, 1001))
@@ -226,8 +228,12 @@ def test_refetch_defaults_cursor_limits_and_validation(setup) -> None:
     after = timeline.refetch(cursor=dc.TimelineCursor(tail.epoch, 1))
     assert after.direction == "after"
     sent = _frames(fake, "fetch_agent_timeline_request")[-1]
-    assert sent == {"type": "fetch_agent_timeline_request", "agentId": agent_id,
-                    "cursor": {"epoch": tail.epoch, "seq": 1}, "requestId": sent["requestId"]}
+    assert sent == {
+        "type": "fetch_agent_timeline_request",
+        "agentId": agent_id,
+        "cursor": {"epoch": tail.epoch, "seq": 1},
+        "requestId": sent["requestId"],
+    }
     with pytest.raises(ValueError, match="direction"):
         timeline.refetch("sideways")
     with pytest.raises(ValueError, match="limit"):

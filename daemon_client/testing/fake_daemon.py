@@ -42,6 +42,8 @@ from daemon_client.testing.fake_handlers import (
     register_extension,
     reply_type_for,
 )
+from daemon_client.testing.fake_runs import FakeRuns
+from daemon_client.testing.fake_timeline import FakeTimeline, TimelineSubscription
 from daemon_client.testing.loopback import LoopbackFrontend
 from daemon_client.transport.base import TransportClosed, TransportError
 from daemon_client.transport.memory import MemoryServerEnd, MemoryTransport
@@ -55,6 +57,8 @@ __all__ = [
     "FakeConfig",
     "FakeConnection",
     "FakeDaemon",
+    "FakeRuns",
+    "FakeTimeline",
     "FramePredicate",
     "Handler",
     "HandlerRegistry",
@@ -62,6 +66,7 @@ __all__ = [
     "RequestContext",
     "RequestSchema",
     "Session",
+    "TimelineSubscription",
     "WorkspaceStore",
     "register_extension",
     "reply_type_for",
@@ -109,6 +114,12 @@ class FakeDaemon:
         """Agents served by the directory requests; mutations notify observations."""
         self.workspaces: WorkspaceStore = self.directory.workspaces
         """Workspaces served by the directory requests; mutations notify observations."""
+        self.timeline = FakeTimeline(self.core, self.directory)
+        """Agent timelines: rows, live ``agent_stream``, subscriptions, reads (fake_timeline)."""
+        self.timeline.install(self.registry)
+        self.runs = FakeRuns(self.core, self.directory, self.timeline)
+        """Simulated runs: create, send, wait, cancel, archive, permissions (fake_runs)."""
+        self.runs.install(self.registry)
         self._loopback = LoopbackFrontend(self.core)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -325,6 +336,7 @@ class FakeDaemon:
             self._closed = True
         self.core.stopping.set()
         self.drop_connections()
+        self.runs.close()
         self._loopback.close()
         with self._lock:
             threads, self._threads = self._threads, []
