@@ -38,7 +38,7 @@ from daemon_client.protocol.replies import default_timeout_for
 from daemon_client.registry import PushHandler, PushRegistry
 from daemon_client.requests import RequestTable
 from daemon_client.state import ConnectionState, StateListener
-from daemon_client.timeline_routing import TimelineManager
+from daemon_client.timeline_routing import TIMELINE, TimelineManager
 from daemon_client.timers import TimerThread
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
 from daemon_client.transport.websocket import WebSocketTransport
@@ -141,6 +141,7 @@ class Client:
     def _timeline_manager(self) -> TimelineManager:
         connection = self._connection
         manager = TimelineManager(
+            TIMELINE,
             submit=connection.submit,
             server_info=lambda: connection.server_info,
             reset_transport=connection.reset_transport,
