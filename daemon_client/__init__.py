@@ -27,7 +27,9 @@ from daemon_client.errors import (
     UnsupportedByHost,
     WouldDeadlock,
 )
+from daemon_client.events import EventSubscription
 from daemon_client.observations import DirectoryObservation
+from daemon_client.projects import ProjectCache, ProjectChange
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, Checkout, ProjectPlacement
 from daemon_client.protocol.directory import (
     AgentFilter,
@@ -44,6 +46,15 @@ from daemon_client.protocol.directory import (
 )
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionMessage, SessionPong, UnknownMessage
+from daemon_client.protocol.projects import ProjectList, ProjectSync, ProjectUpdate
+from daemon_client.protocol.providers import (
+    AvailableProvider,
+    ProviderEntry,
+    ProviderModel,
+    ProviderSnapshot,
+    ProviderSnapshotUpdate,
+    ThinkingOption,
+)
 from daemon_client.protocol.timeline import (
     AssistantMessage,
     AttentionRequired,
@@ -85,6 +96,18 @@ __all__ = [
     "DEFAULT_APP_VERSION",
     "DEFAULT_URL",
     "AgentConfig",
+    "AvailableProvider",
+    "EventSubscription",
+    "ProjectCache",
+    "ProjectChange",
+    "ProjectList",
+    "ProjectSync",
+    "ProjectUpdate",
+    "ProviderEntry",
+    "ProviderModel",
+    "ProviderSnapshot",
+    "ProviderSnapshotUpdate",
+    "ThinkingOption",
     "AgentCreateError",
     "AgentEntry",
     "AgentFilter",

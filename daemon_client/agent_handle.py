@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -197,7 +198,7 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
             self._agents._send(frame)
             try:
                 confirmed.result(timeout)
-            except TimeoutError:
+            except FutureTimeout:
                 raise RequestTimeout(
                     f"no confirmation of permission {request_id} within {timeout:g} s",
                     request_type="agent_permission_response",

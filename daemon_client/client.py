@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from daemon_client.agents import AGENTS, AgentsNamespace
 from daemon_client.config import (
@@ -30,11 +30,17 @@ from daemon_client.config import (
 )
 from daemon_client.connection import Connection, ConnectionOptions
 from daemon_client.dispatch import CallbackExecutor, Dispatcher, next_name
+from daemon_client.events import EventManager
+from daemon_client.membership import MembershipManager
 from daemon_client.observations import DirectoryFamily, DirectoryManager, E, S, U
+from daemon_client.projects import EVENT as PROJECTS_EVENT
+from daemon_client.projects import ProjectsNamespace
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionPong
 from daemon_client.protocol.replies import default_timeout_for
+from daemon_client.providers import EVENT as PROVIDERS_EVENT
+from daemon_client.providers import ProvidersNamespace
 from daemon_client.registry import PushHandler, PushRegistry
 from daemon_client.requests import RequestTable
 from daemon_client.state import ConnectionState, StateListener
@@ -45,6 +51,7 @@ from daemon_client.transport.websocket import WebSocketTransport
 from daemon_client.workspaces import WORKSPACES, WorkspacesNamespace
 
 _CLOSED_GRACE = 1.0
+M = TypeVar("M", bound=MembershipManager[Any])
 
 
 class Client:
@@ -132,23 +139,32 @@ class Client:
         )
         self._agent_directory = self._directory_manager(AGENTS)
         self._workspace_directory = self._directory_manager(WORKSPACES)
-        self._timelines = self._timeline_manager()
+        self._timelines = self._membership(TimelineManager(TIMELINE, **self._membership_parts()))
+        self._pushes.set_router("agent_stream", self._timelines.route_stream)
+        self._pushes.set_router("agent.timeline.replacement", self._timelines.route_replacement)
+        self._events = self._membership(EventManager(**self._membership_parts()))
+        for event in (PROVIDERS_EVENT, PROJECTS_EVENT):
+            self._pushes.set_router(event, self._events.route_event)
         self.agents = AgentsNamespace(self, self._agent_directory, self._timelines)
         """The agent directory, its observations and agent handles."""
         self.workspaces = WorkspacesNamespace(self, self._workspace_directory)
         """The workspace directory, its observations and workspace handles."""
+        self.providers = ProvidersNamespace(self, self._events)
+        """The provider catalog: reads, updates, ``wait_for_ready``."""
+        self.projects = ProjectsNamespace(self, self._events)
+        """The project list, its updates and a live cache."""
 
-    def _timeline_manager(self) -> TimelineManager:
+    def _membership_parts(self) -> dict[str, Any]:
         connection = self._connection
-        manager = TimelineManager(
-            TIMELINE,
-            submit=connection.submit,
-            server_info=lambda: connection.server_info,
-            reset_transport=connection.reset_transport,
-            dispatcher=self._dispatcher,
-        )
-        self._pushes.set_router("agent_stream", manager.route_stream)
-        self._pushes.set_router("agent.timeline.replacement", manager.route_replacement)
+        return {
+            "submit": connection.submit,
+            "server_info": lambda: connection.server_info,
+            "reset_transport": connection.reset_transport,
+            "dispatcher": self._dispatcher,
+        }
+
+    def _membership(self, manager: M) -> M:
+        connection = self._connection
         connection.add_restore_hook(manager.restore)
         connection.add_disconnect_hook(manager.on_disconnect)
         connection.add_close_hook(manager.release_for_close)
@@ -192,6 +208,7 @@ class Client:
         self._agent_directory.dispose()
         self._workspace_directory.dispose()
         self._timelines.dispose()
+        self._events.dispose()
         self._timers.stop(timeout)
         self._dispatcher.stop(timeout)
         if not self._dispatcher.on_dispatch_thread():

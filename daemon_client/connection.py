@@ -20,6 +20,7 @@ import random
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import attrs
@@ -191,7 +192,7 @@ class Connection(ReaderLoop):
         limit = timeout if timeout is not None else self._opts.connect_timeout + 5.0
         try:
             return waiter.result(limit)
-        except TimeoutError:
+        except FutureTimeout:
             raise ConnectTimeout(f"no connection to {self._opts.url} within {limit:g} s") from None
         finally:
             with self._lock:

@@ -28,6 +28,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -233,7 +234,7 @@ class MembershipManager(Generic[M]):
             future.result(wait + 1.0)
         except (ConnectionLost, NotConnected, ClientClosed):
             pass
-        except (DaemonClientError, TimeoutError) as exc:
+        except (DaemonClientError, FutureTimeout) as exc:
             _log.warning("releasing %r failed (%s); resetting the connection", sub, exc)
             self._reset_transport(f"Subscription release failed: {exc}")
 

@@ -29,6 +29,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -322,7 +323,7 @@ class DirectoryManager(Generic[S, U, E]):
             future.result(timeout + 1.0)
         except (ConnectionLost, NotConnected, ClientClosed):
             pass  # the daemon releases what a socket owned when it goes away
-        except (DaemonClientError, TimeoutError) as exc:
+        except (DaemonClientError, FutureTimeout) as exc:
             _log.warning("releasing %s failed (%s); resetting the connection", subscription_id, exc)
             self._reset_transport(f"Subscription release failed: {exc}")
 

@@ -1,0 +1,142 @@
+"""``client.providers``: the provider catalog — reads, live updates, and waiting until ready.
+
+Reads block the caller's thread with a timeout. ``subscribe`` handlers run on the
+callback thread. ``wait_for_ready`` waits on the caller's thread for updates the
+callback thread hands it, so it raises ``WouldDeadlock`` if called from a callback.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Any
+
+from daemon_client.errors import ProvidersNotReady, RpcError
+from daemon_client.events import EventManager, EventSubscription
+from daemon_client.protocol.agents import AgentMode
+from daemon_client.protocol.codec import structure
+from daemon_client.protocol.providers import (
+    AvailableProvider,
+    ProviderModel,
+    ProviderSnapshot,
+    ProviderSnapshotUpdate,
+    parse_snapshot,
+    parse_update,
+)
+
+if TYPE_CHECKING:
+    from daemon_client.client import Client
+
+EVENT = "providers_snapshot_update"
+
+
+class ProvidersNamespace:
+    """``client.providers``."""
+
+    def __init__(self, client: Client, events: EventManager) -> None:
+        self._client = client
+        self._events = events
+
+    def snapshot(self, cwd: str | None = None, *, timeout: float | None = None) -> ProviderSnapshot:
+        """Read the catalog (a plain read: it creates no observation). Right after the daemon
+        starts, entries are usually ``loading``; see :meth:`wait_for_ready`."""
+        message: dict[str, Any] = {"type": "get_providers_snapshot_request"}
+        if cwd is not None:
+            message["cwd"] = cwd
+        return parse_snapshot(self._client.request(message, timeout=timeout))
+
+    def subscribe(
+        self,
+        handler: Callable[[ProviderSnapshotUpdate], object],
+        *,
+        on_restored: Callable[[], object] | None = None,
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> EventSubscription:
+        """Observe catalog changes: ``handler(update)`` gets the whole catalog each time.
+
+        Each call is its own observation (capable hosts acknowledge each with its own ID;
+        older hosts share one event set; the oldest broadcast every update). Returns the
+        handle: callable to release, ``ready``, ``release()``, context manager.
+        """
+        return self._events.subscribe(EVENT, handler, parse_update, on_restored=on_restored, on_error=on_error)
+
+    def wait_for_ready(self, cwd: str | None = None, timeout: float = 60.0) -> ProviderSnapshot:
+        """Wait until no provider is ``loading`` and return that catalog (protocol.md 7.5).
+
+        Observes first, then reads the snapshot, so no update can fall in between; an
+        update that arrives before the snapshot reply is kept and examined after it. On
+        hosts with per-directory snapshots only updates for ``cwd`` count. Raises
+        ``ProvidersNotReady`` (a ``RequestTimeout``) naming the providers still loading.
+        The observation is released in every outcome.
+        """
+        self._events.dispatcher.check_can_wait("provider updates")
+        deadline = time.monotonic() + timeout
+        updates: queue.SimpleQueue[ProviderSnapshotUpdate] = queue.SimpleQueue()
+        subscription = self.subscribe(updates.put)
+        try:
+            subscription.ready.result(max(0.0, deadline - time.monotonic()))
+            snapshot = self.snapshot(cwd, timeout=max(0.001, deadline - time.monotonic()))
+            loading = snapshot.loading
+            if not loading:
+                return snapshot
+            per_cwd = self._client.server_info is not None and self._client.server_info.feature("providersSnapshotCwd")
+            while (remaining := deadline - time.monotonic()) > 0:
+                try:
+                    update = updates.get(timeout=remaining)
+                except queue.Empty:
+                    break
+                if per_cwd and cwd is not None and update.cwd != cwd:
+                    continue
+                loading = update.loading
+                if not loading:
+                    return ProviderSnapshot(entries=update.entries, generated_at=update.generated_at, cwd=update.cwd)
+            raise ProvidersNotReady(
+                f"Timed out waiting for providers: {', '.join(loading)}",
+                request_type="wait_for_ready",
+                timeout=timeout,
+            )
+        except FutureTimeout:
+            raise ProvidersNotReady(
+                f"Timed out waiting for providers (no acknowledgement within {timeout:g} s)",
+                request_type="wait_for_ready",
+                timeout=timeout,
+            ) from None
+        finally:
+            subscription.release(timeout=2.0)
+
+    def refresh(
+        self, providers: Sequence[str] | None = None, cwd: str | None = None, *, timeout: float | None = None
+    ) -> bool:
+        """Re-probe the providers (all, or those named); the daemon answers when the probes
+        are done (up to a minute). Returns whether it acknowledged."""
+        message: dict[str, Any] = {"type": "refresh_providers_snapshot_request"}
+        if providers is not None:
+            message["providers"] = list(providers)
+        if cwd is not None:
+            message["cwd"] = cwd
+        return self._client.request(message, timeout=timeout).get("acknowledged") is True
+
+    def list_available(self, *, timeout: float | None = None) -> list[AvailableProvider]:
+        """Which providers are installed and usable."""
+        payload = self._checked({"type": "list_available_providers_request"}, timeout)
+        return [structure(entry, AvailableProvider) for entry in payload.get("providers") or []]
+
+    def list_models(
+        self, provider: str, cwd: str | None = None, *, timeout: float | None = None
+    ) -> list[ProviderModel]:
+        """The models of one provider (may take long: the daemon asks the provider)."""
+        message = {"type": "list_provider_models_request", "provider": provider, **({"cwd": cwd} if cwd else {})}
+        return [structure(model, ProviderModel) for model in self._checked(message, timeout).get("models") or []]
+
+    def list_modes(self, provider: str, cwd: str | None = None, *, timeout: float | None = None) -> list[AgentMode]:
+        """The modes of one provider."""
+        message = {"type": "list_provider_modes_request", "provider": provider, **({"cwd": cwd} if cwd else {})}
+        return [structure(mode, AgentMode) for mode in self._checked(message, timeout).get("modes") or []]
+
+    def _checked(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        payload = self._client.request(message, timeout=timeout)
+        if payload.get("error"):
+            raise RpcError(str(payload["error"]), request_type=message["type"], request_id=payload.get("requestId"))
+        return payload
