@@ -29,7 +29,7 @@ ANSWER_CHUNKS = ("The answ", "er is 42.")
 """The default answer, split inside a word as the daemon's chunks are (``lastMessage`` joins them)."""
 FAILURE_TEXT = "Simulated failure"
 _CONTEXT_WINDOW = 128000
-_TODO_PROMPT = re.compile(r"emit (\d+) agent stream updates")
+_EMIT_ROWS_PROMPT = re.compile(r"emit (\d+) agent stream updates")
 
 Pause = Literal["permission", "hold"]
 
@@ -78,7 +78,7 @@ def choose_script(text: str, turn_key: str | None = None) -> TurnScript:
     key = turn_key or str(uuid.uuid4())
     reasoning = _text("reasoning", ("Let me think", " about this."))
     answer = _text("assistant_message", ANSWER_CHUNKS)
-    match = _TODO_PROMPT.search(text)
+    match = _EMIT_ROWS_PROMPT.search(text)
     if match is not None:
         count = int(match.group(1))
         todos = tuple({"type": "todo", "items": [{"text": f"stress-update-{n}", "completed": n % 2 == 0}]}
