@@ -99,7 +99,11 @@ def test_wait_for_ready_buffers_an_update_that_races_the_snapshot(connected) -> 
     fake.providers.start_loading()
 
     def resolve_during_snapshot(ctx: Any) -> None:
-        snapshot = {"requestId": ctx.request_id, "entries": fake.providers.entries(), "generatedAt": "2026-01-01T00:00:00Z"}
+        snapshot = {
+            "requestId": ctx.request_id,
+            "entries": fake.providers.entries(),
+            "generatedAt": "2026-01-01T00:00:00Z",
+        }
         for provider in ("claude", "codex", "mock"):
             fake.providers.resolve(provider, status="ready")  # updates sent before the (older) snapshot reply
         ctx.reply(snapshot)
@@ -141,8 +145,11 @@ def test_unknown_provider_status_and_fields_do_not_break_decoding(connected) -> 
     client.providers.subscribe(seen).ready.result(5)
     fake.push(
         "providers_snapshot_update",
-        {"entries": [{"provider": "future", "status": "warming_up", "brandNew": {"x": 1}, "models": []}],
-         "generatedAt": "2026-01-01T00:00:00Z", "cwd": "/home/dev"},
+        {
+            "entries": [{"provider": "future", "status": "warming_up", "brandNew": {"x": 1}, "models": []}],
+            "generatedAt": "2026-01-01T00:00:00Z",
+            "cwd": "/home/dev",
+        },
     )
     update = seen.wait_for(1)[0]
     assert update.entries[0].status == "warming_up"

@@ -32,6 +32,7 @@ from daemon_client.testing.fake_core import (
 )
 from daemon_client.testing.fake_directory import DirectoryObservation, FakeDirectory
 from daemon_client.testing.fake_directory_stores import AgentStore, WorkspaceStore
+from daemon_client.testing.fake_events import EventSubscription, FakeEvents
 from daemon_client.testing.fake_handlers import (
     KNOWN_REQUESTS,
     Handler,
@@ -42,6 +43,8 @@ from daemon_client.testing.fake_handlers import (
     register_extension,
     reply_type_for,
 )
+from daemon_client.testing.fake_projects import FakeProjects
+from daemon_client.testing.fake_providers import FakeProviders
 from daemon_client.testing.fake_runs import FakeRuns
 from daemon_client.testing.fake_timeline import FakeTimeline, TimelineSubscription
 from daemon_client.testing.loopback import LoopbackFrontend
@@ -54,9 +57,13 @@ __all__ = [
     "KNOWN_REQUESTS",
     "AgentStore",
     "DirectoryObservation",
+    "EventSubscription",
     "FakeConfig",
     "FakeConnection",
     "FakeDaemon",
+    "FakeEvents",
+    "FakeProjects",
+    "FakeProviders",
     "FakeRuns",
     "FakeTimeline",
     "FramePredicate",
@@ -120,6 +127,15 @@ class FakeDaemon:
         self.runs = FakeRuns(self.core, self.directory, self.timeline)
         """Simulated runs: create, send, wait, cancel, archive, permissions (fake_runs)."""
         self.runs.install(self.registry)
+        self.events = FakeEvents(self.core, self.directory)
+        """Event subscriptions and the delivery of event pushes per host kind (fake_events)."""
+        self.events.install(self.registry)
+        self.providers = FakeProviders(self.core, self.events)
+        """The provider catalog, snapshot updates and provider requests (fake_providers)."""
+        self.providers.install(self.registry)
+        self.projects = FakeProjects(self.core, self.events)
+        """Projects, ``project.update`` and ``project.list.request`` on projectList hosts (fake_projects)."""
+        self.projects.install(self.registry)
         self._loopback = LoopbackFrontend(self.core)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
