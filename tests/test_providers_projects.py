@@ -127,7 +127,7 @@ def test_wait_for_ready_times_out_naming_the_loading_providers(connected, kind: 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_refresh_and_catalog_reads(connected, kind: str) -> None:
-    fake, client = connected(kind)
+    _, client = connected(kind)
     assert client.providers.refresh(["mock"]) is True
     available = {p.provider: p.available for p in client.providers.list_available()}
     assert available["mock"] is True
