@@ -16,6 +16,7 @@ import attrs
 
 from daemon_client.agent_create import AgentConfig, build_create_message, created_agent
 from daemon_client.agent_handle import AgentHandle
+from daemon_client.directory_read import SubscribeArg, read_directory
 from daemon_client.errors import RpcError
 from daemon_client.observations import DirectoryFamily, DirectoryManager, DirectoryObservation
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, ProjectPlacement
@@ -32,7 +33,6 @@ from daemon_client.protocol.directory import (
     parse_agent_update,
     sort_to_wire,
 )
-from daemon_client.subscribe_options import SubscribeArg, wants_subscription
 from daemon_client.timeline_routing import TimelineManager
 
 if TYPE_CHECKING:
@@ -108,9 +108,6 @@ class AgentsNamespace:
         independent filtered views need an updated daemon. Raises ``ValueError`` before
         sending anything for invalid input, including any caller-supplied subscription ID.
         """
-        if subscription_id is not None:
-            raise ValueError("subscription IDs are issued by the daemon (or this client); do not pass one")
-        observe = wants_subscription(subscribe)
         message: dict[str, Any] = {"type": "fetch_agents_request"}
         if scope is not None:
             message["scope"] = scope
@@ -119,15 +116,16 @@ class AgentsNamespace:
         wire_sort = sort_to_wire(sort, AGENT_SORT_KEYS)
         if wire_sort is not None:
             message["sort"] = wire_sort
-        if page is not None:
-            message["page"] = page.to_wire()
-        if include_background is not None:
-            message["includeBackground"] = include_background
-        wait = self._client._timeout_for("fetch_agents_request", timeout)
-        if not observe:
-            return parse_agent_list(self._client.request(message, timeout=wait))
-        observation, result = self._manager.observe(message, wait)
-        return attrs.evolve(result, subscription_id=observation.subscription_id, subscription=observation)
+        return read_directory(
+            self._client,
+            self._manager,
+            message,
+            page=page,
+            include_background=include_background,
+            subscribe=subscribe,
+            subscription_id=subscription_id,
+            timeout=timeout,
+        )
 
     def create(
         self,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from daemon_client.directory_read import SubscribeArg, read_directory
 from daemon_client.errors import RpcError
 from daemon_client.handles import LocalHandle
 from daemon_client.observations import DirectoryFamily, DirectoryManager, DirectoryObservation
@@ -30,7 +31,6 @@ from daemon_client.protocol.directory import (
     sort_to_wire,
 )
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
-from daemon_client.subscribe_options import SubscribeArg, wants_subscription
 
 if TYPE_CHECKING:
     from daemon_client.client import Client
@@ -135,24 +135,22 @@ class WorkspacesNamespace:
         Same contract as ``client.agents.list``: on older daemons the single workspace slot
         is shared, so independent filtered observations need an updated daemon.
         """
-        if subscription_id is not None:
-            raise ValueError("subscription IDs are issued by the daemon (or this client); do not pass one")
-        observe = wants_subscription(subscribe)
         message: dict[str, Any] = {"type": "fetch_workspaces_request"}
         if filter is not None:
             message["filter"] = filter.to_wire()
         wire_sort = sort_to_wire(sort, WORKSPACE_SORT_KEYS)
         if wire_sort is not None:
             message["sort"] = wire_sort
-        if page is not None:
-            message["page"] = page.to_wire()
-        if include_background is not None:
-            message["includeBackground"] = include_background
-        wait = self._client._timeout_for("fetch_workspaces_request", timeout)
-        if not observe:
-            return parse_workspace_list(self._client.request(message, timeout=wait))
-        observation, result = self._manager.observe(message, wait)
-        return attrs.evolve(result, subscription_id=observation.subscription_id, subscription=observation)
+        return read_directory(
+            self._client,
+            self._manager,
+            message,
+            page=page,
+            include_background=include_background,
+            subscribe=subscribe,
+            subscription_id=subscription_id,
+            timeout=timeout,
+        )
 
     def subscribe(self, handler: Callable[[WorkspaceMessage], object]) -> Callable[[], None]:
         """A local listener for every ``workspace_update`` routed to this client's live workspace
