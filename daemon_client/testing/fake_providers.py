@@ -14,10 +14,13 @@ routes them per host kind) and the handlers of ``get_providers_snapshot_request`
 - snapshot responses carry ``cwd`` only on ``providersSnapshotCwd`` hosts (the catalog itself
   stays global: per-cwd catalogs are not modelled);
 - a refresh resets the selected providers (or all) to ``loading``, publishes one update, then
-  resolves each provider to the status it had (publishing after each) and only then replies;
-  with :attr:`FakeProviders.auto_resolve` ``False`` the entries stay ``loading`` until the test
-  calls :meth:`FakeProviders.resolve`, and the reply follows the update that leaves none of
-  the refresh's providers loading.
+  resolves each provider to the status it last settled to (publishing after each, in catalog
+  order) and only then replies (07 L14-L26); a snapshot read that finds ``loading`` entries
+  answers with them and then resolves them the same way (07 L4-L11, the probe after the
+  daemon's start, which :meth:`FakeProviders.start_loading` with ``keep_models=False`` sets up);
+- with :attr:`FakeProviders.auto_resolve` ``False`` nothing resolves by itself: entries stay
+  ``loading`` until the test calls :meth:`FakeProviders.resolve`, and a refresh's reply follows
+  the update that leaves none of its providers loading.
 
 Test threads mutate the catalog, connection reader threads run the handlers. One lock
 (:attr:`FakeProviders.lock`) guards the catalog; every push or reply is queued on the event
@@ -152,8 +155,9 @@ class FakeProviders:
         """Whether snapshots and updates report the requested cwd (``features.providersSnapshotCwd``)."""
         self.home = HOME
         self.auto_resolve = True
-        """``True``: a refresh resolves its providers at once; ``False``: they stay ``loading``
-        until the test calls :meth:`resolve` (the refresh reply waits for that)."""
+        """``True``: a refresh, or a snapshot read finding ``loading`` entries, resolves them at
+        once (after the read's reply, before the refresh's); ``False``: they stay ``loading``
+        until the test calls :meth:`resolve` (a refresh reply waits for that)."""
         self.lock = threading.Lock()
         self._providers: dict[str, _Provider] = {}
         self._pending: list[_PendingRefresh] = []
@@ -361,6 +365,17 @@ class FakeProviders:
         self._pending = still
         return tickets
 
+    def _probe_locked(self, names: Iterable[str]) -> list[int]:
+        """Resolve each provider to the status it last settled to, queueing an update after
+        each, then the replies of the refreshes this completes."""
+        tickets: list[int] = []
+        for name in names:
+            record = self._providers[name]
+            record.settle(record.settles_to, record.settles_error)
+            tickets.append(self._queue_update_locked(None))
+        tickets.extend(self._complete_refreshes_locked())
+        return tickets
+
     def _drain(self, tickets: Sequence[int]) -> None:
         if tickets:
             self.events.drain(max(tickets))
@@ -372,8 +387,10 @@ class FakeProviders:
             cwd = self._remember_cwd_locked(ctx.message.get("cwd"))
             payload: dict[str, Any] = {"cwd": cwd} if self.per_cwd else {}
             payload.update(entries=self._entries_locked(), generatedAt=iso_now())
-            ticket = self._queue_reply_locked(ctx, payload)
-        self._drain([ticket])
+            tickets = [self._queue_reply_locked(ctx, payload)]
+            if self.auto_resolve:  # a read of loading entries starts their probe (07 L4-L11)
+                tickets.extend(self._probe_locked([n for n, r in self._providers.items() if r.status == "loading"]))
+        self._drain(tickets)
 
     def _handle_refresh(self, ctx: RequestContext) -> None:
         message = ctx.message
@@ -384,17 +401,14 @@ class FakeProviders:
             return
         with self.lock:
             self._remember_cwd_locked(message.get("cwd"))
-            cwd = self._update_cwd_locked(None)
             names = list(self._providers) if selected is None else [n for n in selected if n in self._providers]
             self._start_loading_locked(names, keep_models=selected is not None)
-            tickets = [self._queue_update_locked(cwd)]
-            if self.auto_resolve:
-                for name in names:
-                    record = self._providers[name]
-                    record.settle(record.settles_to, record.settles_error)
-                    tickets.append(self._queue_update_locked(cwd))
+            tickets = [self._queue_update_locked(None)]
             self._pending.append(_PendingRefresh(ctx, frozenset(names)))
-            tickets.extend(self._complete_refreshes_locked())
+            if self.auto_resolve:
+                tickets.extend(self._probe_locked(names))
+            else:
+                tickets.extend(self._complete_refreshes_locked())
         self._drain(tickets)
 
     def _handle_list_available(self, ctx: RequestContext) -> None:
