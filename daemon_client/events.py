@@ -14,7 +14,6 @@ from typing import Any
 
 from daemon_client.errors import DaemonClientError
 from daemon_client.membership import Membership, MembershipFamily, MembershipManager
-from daemon_client.memo import Memo
 from daemon_client.protocol.models import SessionMessage
 
 _log = logging.getLogger("daemon_client.events")
@@ -53,9 +52,9 @@ class EventSubscription(Membership):
     def event(self) -> str:
         return self.key
 
-    def _on_frame(self, message: SessionMessage, memo: Memo[Any]) -> None:
+    def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
         try:
-            value = memo.get()
+            value = parsed()
         except DaemonClientError as exc:
             _log.warning("unreadable %s skipped: %s", message.type, exc)
             return
@@ -95,4 +94,4 @@ class EventManager(MembershipManager[EventSubscription]):
         if parse is None:
             return
         payload = message.payload
-        self.route(message, message.type, lambda: parse(payload))
+        self.route(message, message.type, lambda _sid: parse(payload))

@@ -142,8 +142,8 @@ class Membership:
         return f"<{type(self).__name__} {self.key} {self._subscription_id} {self.state.value}>"
 
     # Callback-thread hooks, overridden by subclasses.
-    def _on_frame(self, message: SessionMessage, memo: Memo[Any]) -> None:
-        """A routed frame (only called while live)."""
+    def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
+        """A routed frame (only called while live); ``parsed()`` gives its typed form."""
 
     def _on_restored(self) -> None:
         """Re-established after a reconnect (never on first establishment)."""
@@ -375,15 +375,20 @@ class MembershipManager(Generic[M]):
             return (target,) if target is not None else ()
         return self._by_key.get(key, ())
 
-    def route(self, message: SessionMessage, key: str, parse: Callable[[], Any]) -> None:
-        """Reader thread: post a frame to its handles, parsed once (lazily) for all of them."""
+    def route(self, message: SessionMessage, key: str, parse: Callable[[str | None], Any]) -> None:
+        """Reader thread: post a frame to its handles, parsed once (lazily, on the callback
+        thread) for all of them; ``parse(subscription_id)`` stamps the first handle's ID."""
         targets = self.targets(key, message.payload.get("subscriptionId"))
         if not targets:
             return
-        memo: Memo[Any] = Memo(parse)
         post = self.dispatcher.post
+        first = targets[0]
+        if len(targets) == 1:  # the common case: parse on the callback thread, no sharing needed
+            post(lambda: deliver(first, message, lambda: parse(first.subscription_id)))
+            return
+        memo: Memo[Any] = Memo(lambda: parse(first.subscription_id))
         for sub in targets:
-            post(lambda sub=sub: deliver(sub, message, memo))  # type: ignore[misc]
+            post(lambda sub=sub: deliver(sub, message, memo.get))  # type: ignore[misc]
 
     def on_disconnect(self) -> None:
         """Reader thread, when a connection ends: everything must be established again."""
@@ -436,7 +441,8 @@ class MembershipManager(Generic[M]):
             self.dispatcher.post(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]
 
 
-def deliver(sub: Membership, message: SessionMessage, memo: Memo[Any]) -> None:
-    """Callback thread: a frame reaches a handle that is still live."""
+def deliver(sub: Membership, message: SessionMessage, parsed: Callable[[], Any]) -> None:
+    """Callback thread: a frame reaches a handle that is still live (``parsed()`` gives its
+    typed form, computed once however many handles share it)."""
     if sub.state is State.LIVE:
-        sub._on_frame(message, memo)
+        sub._on_frame(message, parsed)

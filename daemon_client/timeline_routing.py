@@ -17,7 +17,6 @@ import attrs
 
 from daemon_client.errors import DaemonClientError
 from daemon_client.membership import Membership, MembershipAck, MembershipFamily, MembershipManager, State, deliver
-from daemon_client.memo import Memo
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.timeline import (
     Replacement,
@@ -57,17 +56,19 @@ class TimelineSubscription(Membership):
     def _emit(self, update: TimelineUpdate) -> None:
         self._manager.dispatcher.invoke(self._handler, update)
 
-    def _on_frame(self, message: SessionMessage, memo: Memo[Any]) -> None:
+    def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
         if message.type == "agent.timeline.replacement":
             epoch = str(message.payload.get("epoch", ""))
             self._emit(TimelineUpdate(self.key, Replacement(epoch), subscription_id=self.subscription_id))
             return
         try:
-            update: TimelineUpdate = memo.get()
+            update: TimelineUpdate = parsed()
         except DaemonClientError as exc:
             _log.warning("unreadable agent_stream frame skipped: %s", exc)
             return
-        self._emit(attrs.evolve(update, subscription_id=self.subscription_id))
+        if update.subscription_id != self.subscription_id:  # shared by several handles of one agent
+            update = attrs.evolve(update, subscription_id=self.subscription_id)
+        self._emit(update)
 
     def _on_restored(self) -> None:
         if self.state is State.LIVE:
@@ -86,12 +87,11 @@ class TimelineManager(MembershipManager[TimelineSubscription]):
     def route_stream(self, message: SessionMessage) -> None:
         """Reader thread: an ``agent_stream`` frame, routed by tag (capable) or ``agentId``."""
         payload = message.payload
-        self.route(message, str(payload.get("agentId", "")), lambda: parse_stream_payload(payload, None))
+        self.route(message, str(payload.get("agentId", "")), lambda sid: parse_stream_payload(payload, sid))
 
     def route_replacement(self, message: SessionMessage) -> None:
         """Reader thread: ``agent.timeline.replacement``, by tag when present, else by ``agentId``."""
         payload = message.payload
         targets = self.targets(str(payload.get("agentId", "")), payload.get("subscriptionId"), by_key_if_untagged=True)
-        memo: Memo[Any] = Memo(lambda: None)
         for sub in targets:
-            self.dispatcher.post(lambda sub=sub: deliver(sub, message, memo))  # type: ignore[misc]
+            self.dispatcher.post(lambda sub=sub: deliver(sub, message, lambda: None))  # type: ignore[misc]

@@ -143,11 +143,29 @@ _ITEMS: dict[str, type[Any]] = {
 }
 
 
+def _text_item(raw: Mapping[str, Any], kind: str) -> TimelineItem | None:
+    """Fast path for the chunk items that make up most of a stream (no converter call)."""
+    text = raw.get("text", "")
+    if type(text) is not str:
+        return None
+    if kind == "assistant_message":
+        message_id = raw.get("messageId")
+        if message_id is None or type(message_id) is str:
+            return AssistantMessage(text, message_id)
+    elif kind == "reasoning":
+        return Reasoning(text)
+    return None
+
+
 def parse_item(raw: Any) -> TimelineItem:
     """A wire item → its model; unknown or unreadable items become :class:`UnknownItem`."""
     if not isinstance(raw, Mapping):
         return UnknownItem(type="", raw={"value": raw})
     kind = str(raw.get("type", ""))
+    if kind in ("assistant_message", "reasoning"):
+        fast = _text_item(raw, kind)
+        if fast is not None:
+            return fast
     cls = _ITEMS.get(kind)
     if cls is None:
         return UnknownItem(type=kind, raw=dict(raw))

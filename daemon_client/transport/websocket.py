@@ -1,9 +1,11 @@
 """The real transport: a WebSocket over websocket-client (``ws://`` and ``wss://``).
 
-Text frames are decoded with Python's strict UTF-8 codec instead of websocket-client's
-pure-Python validator (same safety, a fraction of the cost). No ``Origin`` header is
-sent. ``recv`` runs on the client's reader thread; ``send_text`` on whichever thread
-holds the client's send lock; ``abort`` and ``close`` on any thread.
+websocket-client opens the connection (TLS, upgrade, subprotocols, headers; no ``Origin``
+header) and writes frames; inbound frames are read by :class:`FrameReader` through one
+large buffer. Text frames are decoded with Python's strict UTF-8 codec (the same safety
+as websocket-client's pure-Python validator at a fraction of the cost). ``recv`` runs on
+the client's reader thread; ``send_text`` on any thread (serialised here too, since the
+reader answers pings and echoes close frames); ``abort`` and ``close`` on any thread.
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ from daemon_client.transport.base import (
     TransportClosed,
     TransportError,
 )
+from daemon_client.transport.frames import OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, FrameReader
 
 _OP_TEXT = wsc.ABNF.OPCODE_TEXT
-_OP_BINARY = wsc.ABNF.OPCODE_BINARY
-_OP_CLOSE = wsc.ABNF.OPCODE_CLOSE
 
 
 def _parse_close(data: bytes) -> TransportClosed:
@@ -40,6 +41,8 @@ class WebSocketTransport:
     def __init__(self) -> None:
         self._ws = wsc.WebSocket(skip_utf8_validation=True, enable_multithread=False)
         self._max_frame_bytes: int | None = None
+        self._reader: FrameReader | None = None
+        self._send_lock = threading.Lock()
         self._close_lock = threading.Lock()
         self._closed = False
 
@@ -64,6 +67,10 @@ class WebSocketTransport:
                 suppress_origin=True,
             )
             self._ws.settimeout(None)  # liveness is the heartbeat's job, not the socket's
+            sock = self._ws.sock
+            if sock is None:
+                raise TransportError("the connection closed during the upgrade")
+            self._reader = FrameReader(sock, params.max_frame_bytes)
         except wsc.WebSocketBadStatusException as exc:
             self.abort()
             raise TransportError(f"the server refused the WebSocket upgrade (HTTP {exc.status_code})") from exc
@@ -77,32 +84,38 @@ class WebSocketTransport:
 
     def send_text(self, text: str) -> None:
         try:
-            self._ws.send(text, _OP_TEXT)
+            with self._send_lock:
+                self._ws.send(text, _OP_TEXT)
         except (OSError, wsc.WebSocketException) as exc:
             raise TransportClosed(None, f"send failed: {exc}") from exc
 
     def recv(self) -> str:
-        try:
-            opcode, data = self._ws.recv_data()
-        except wsc.WebSocketConnectionClosedException:
-            raise TransportClosed(None, "connection dropped") from None
-        except wsc.WebSocketProtocolException as exc:
-            raise TransportError(f"WebSocket protocol violation: {exc}") from exc
-        except (OSError, wsc.WebSocketException) as exc:
-            raise TransportClosed(None, str(exc) or "connection dropped") from exc
-        if opcode == _OP_TEXT:
-            limit = self._max_frame_bytes
-            if limit is not None and len(data) > limit:
-                raise FrameRejected(f"frame of {len(data)} bytes exceeds {limit} bytes", preview=data[:200])
-            try:
-                return bytes(data).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise FrameRejected(f"text frame is not valid UTF-8 ({exc.reason})", preview=data[:200]) from None
-        if opcode == _OP_CLOSE:
-            raise _parse_close(bytes(data))
-        if opcode == _OP_BINARY:
-            raise FrameRejected(f"binary frame of {len(data)} bytes ignored", preview=bytes(data[:200]))
-        raise FrameRejected(f"unexpected opcode {opcode}")
+        reader = self._reader
+        if reader is None:
+            raise TransportError("not connected")
+        while True:
+            opcode, data = reader.next_message()
+            if opcode == OP_TEXT:
+                try:
+                    return data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise FrameRejected(f"text frame is not valid UTF-8 ({exc.reason})", preview=data[:200]) from None
+            if opcode == OP_CLOSE:
+                closed = _parse_close(data)
+                with contextlib.suppress(OSError, wsc.WebSocketException), self._send_lock:
+                    self._ws.send_close(closed.code or 1000)
+                raise closed
+            if opcode == OP_PING:
+                with contextlib.suppress(OSError, wsc.WebSocketException), self._send_lock:
+                    self._ws.pong(data)
+                continue
+            if opcode == OP_BINARY:
+                raise FrameRejected(f"binary frame of {len(data)} bytes ignored", preview=data[:200])
+            # a pong: nothing to do
+
+    def has_buffered_data(self) -> bool:
+        """True when more received bytes wait to be read (a burst is in progress)."""
+        return self._reader is not None and self._reader.buffered() > 0
 
     def abort(self) -> None:
         with self._close_lock:
@@ -120,6 +133,6 @@ class WebSocketTransport:
                 return
             self._closed = True
         if self._ws.connected:
-            with contextlib.suppress(OSError, wsc.WebSocketException):
+            with contextlib.suppress(OSError, wsc.WebSocketException), self._send_lock:
                 self._ws.send_close(code, reason.encode("utf-8"))
         self.abort()
