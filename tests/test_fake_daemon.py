@@ -1,16 +1,15 @@
 """Tests of the fake daemon itself, driven with raw frames in memory and on loopback.
 
-Memory clients are bare ``MemoryTransport``s with a reader thread feeding a queue; loopback
-clients are websocket-client sockets with timeouts. No test sleeps to synchronise.
+Clients are :class:`~tests.raw_client.RawClient`s (a bare ``MemoryTransport`` or a
+websocket-client socket, each with a reader thread feeding a queue). No test sleeps to
+synchronise.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import queue
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,161 +18,13 @@ import websocket
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.testing.fake_daemon import FakeDaemon, RequestContext, reply_type_for
-from daemon_client.transport.base import ConnectParams, FrameRejected, TransportClosed, TransportError
-from daemon_client.transport.memory import MemoryTransport
+from daemon_client.transport.base import ConnectParams, TransportError
+
+from .raw_client import READER_THREAD_PREFIX, Connect, Fake, RawClient, RawClients, hello, session
 
 TRANSCRIPTS = Path("/work/shared/transcripts/paseo-0.1.65")
 KINDS = list(HostKind)
 CAPS_REJECTION = {"hello_rejection": True}
-
-Event = tuple[Any, ...]
-"""("text", str) | ("invalid", bytes) | ("binary", bytes) | ("close", code, reason) | ("dropped",)"""
-
-
-def hello(client_id: str = "cid-1", **extra: Any) -> dict[str, Any]:
-    frame: dict[str, Any] = {
-        "type": "hello",
-        "clientId": client_id,
-        "clientType": "cli",
-        "protocolVersion": 1,
-        "appVersion": "0.1.65",
-        "capabilities": {},
-    }
-    frame.update(extra)
-    return frame
-
-
-def session(message_type: str, **fields: Any) -> dict[str, Any]:
-    return {"type": "session", "message": {"type": message_type, **fields}}
-
-
-class Client:
-    """A raw client socket: ``send`` frames, ``next`` returns the next :data:`Event`."""
-
-    subprotocol: str | None
-
-    def send(self, frame: Mapping[str, Any] | str) -> None:
-        raise NotImplementedError
-
-    def send_binary(self, data: bytes) -> None:
-        raise NotImplementedError
-
-    def next(self, timeout: float = 5.0) -> Event:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def json(self, timeout: float = 5.0) -> dict[str, Any]:
-        event = self.next(timeout)
-        assert event[0] == "text", f"expected a text frame, got {event}"
-        decoded: dict[str, Any] = json.loads(event[1])
-        return decoded
-
-    def message(self, timeout: float = 5.0) -> tuple[str, dict[str, Any]]:
-        """Next frame as (session message type, payload); top-level frames give (type, frame)."""
-        frame = self.json(timeout)
-        if frame.get("type") == "session":
-            return frame["message"]["type"], frame["message"].get("payload", {})
-        return frame["type"], frame
-
-    def expect_close(self, timeout: float = 5.0) -> tuple[int | None, str]:
-        event = self.next(timeout)
-        assert event[0] in ("close", "dropped"), f"expected a close, got {event}"
-        return (event[1], event[2]) if event[0] == "close" else (None, "")
-
-    def handshake(self, frame: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        self.send(frame or hello())
-        kind, payload = self.message()
-        assert (kind, payload.get("status")) == ("status", "server_info")
-        return payload
-
-
-class MemoryClient(Client):
-    def __init__(self, fake: FakeDaemon, subprotocols: Sequence[str], headers: Mapping[str, str]) -> None:
-        self.transport: MemoryTransport = fake.transport_factory()
-        self.transport.connect(
-            ConnectParams(url="memory://fake", timeout=5.0, headers=dict(headers), subprotocols=tuple(subprotocols))
-        )
-        self.subprotocol = self.transport.selected_subprotocol
-        self.events: queue.Queue[Event] = queue.Queue()
-        self.reader = threading.Thread(target=self._read, name="test-memory-reader", daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                self.events.put(("text", self.transport.recv()))
-            except FrameRejected as exc:
-                self.events.put(("binary" if "binary" in str(exc) else "invalid", exc.preview))
-            except TransportClosed as exc:
-                self.events.put(("dropped",) if exc.code is None else ("close", exc.code, exc.reason))
-                return
-
-    def send(self, frame: Mapping[str, Any] | str) -> None:
-        # the fake may already have closed the socket; the close is what the test reads next
-        with contextlib.suppress(TransportClosed):
-            self.transport.send_text(frame if isinstance(frame, str) else json.dumps(frame))
-
-    def send_binary(self, data: bytes) -> None:
-        pytest.skip("MemoryTransport clients cannot send binary frames")
-
-    def next(self, timeout: float = 5.0) -> Event:
-        try:
-            return self.events.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no frame within {timeout} s") from None
-
-    def close(self) -> None:
-        self.transport.close(1000, "Client closed")
-        self.reader.join(5.0)
-
-
-class LoopbackClient(Client):
-    def __init__(self, url: str, subprotocols: Sequence[str], headers: Mapping[str, str]) -> None:
-        self.ws = websocket.create_connection(
-            url,
-            timeout=5.0,
-            subprotocols=list(subprotocols) or None,
-            suppress_origin=True,
-            header=[f"{k}: {v}" for k, v in headers.items()],
-            skip_utf8_validation=True,
-        )
-        sub = self.ws.getsubprotocol()
-        self.subprotocol = None if sub is None else str(sub)
-
-    def send(self, frame: Mapping[str, Any] | str) -> None:
-        # the fake may already have closed the socket; the close is what the test reads next
-        with contextlib.suppress(websocket.WebSocketConnectionClosedException, OSError):
-            self.ws.send(frame if isinstance(frame, str) else json.dumps(frame))
-
-    def send_binary(self, data: bytes) -> None:
-        self.ws.send_binary(data)
-
-    def next(self, timeout: float = 5.0) -> Event:
-        self.ws.settimeout(timeout)
-        try:
-            opcode, data = self.ws.recv_data(control_frame=False)
-        except websocket.WebSocketTimeoutException:
-            raise TimeoutError(f"no frame within {timeout} s") from None
-        except (websocket.WebSocketConnectionClosedException, ConnectionError):
-            return ("dropped",)
-        if opcode == websocket.ABNF.OPCODE_CLOSE:
-            code = int.from_bytes(data[:2], "big") if len(data) >= 2 else None
-            return ("close", code, data[2:].decode())
-        if opcode == websocket.ABNF.OPCODE_BINARY:
-            return ("binary", data)
-        try:
-            return ("text", data.decode("utf-8"))
-        except UnicodeDecodeError:
-            return ("invalid", data)
-
-    def close(self) -> None:
-        self.ws.close(timeout=1.0)
-        self.ws.shutdown()  # also after a close frame from the fake, which websocket-client leaves open
-
-
-Connect = Callable[..., Client]
 
 
 @pytest.fixture(params=["memory", "loopback"])
@@ -182,43 +33,18 @@ def frontend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def make_fake() -> Iterator[Callable[..., FakeDaemon]]:
-    fakes: list[FakeDaemon] = []
-
-    def make(kind: HostKind = HostKind.CAPABLE, **kwargs: Any) -> FakeDaemon:
-        fakes.append(FakeDaemon(kind, **kwargs))
-        return fakes[-1]
-
-    yield make
-    for fake in fakes:
-        fake.close()
-
-
-@pytest.fixture
-def connect(frontend: str) -> Iterator[Callable[..., Client]]:
-    clients: list[Client] = []
-
-    def open_client(
-        fake: FakeDaemon, subprotocols: Sequence[str] = (), headers: Mapping[str, str] | None = None
-    ) -> Client:
-        if frontend == "memory":
-            client: Client = MemoryClient(fake, subprotocols, headers or {})
-        else:
-            client = LoopbackClient(fake.serve(), subprotocols, headers or {})
-        clients.append(client)
-        return client
-
-    yield open_client
-    for client in clients:
-        client.close()
+def connect(frontend: str) -> Iterator[Connect]:
+    """``connect(fake, subprotocols=(), headers=None)``: a new socket of the test's frontend, no hello sent."""
+    with RawClients(loopback=frontend == "loopback") as clients:
+        yield clients.open
 
 
 # -- handshake -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_handshake_and_server_info_shape(make_fake: Any, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_handshake_and_server_info_shape(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     client = connect(fake)
     info = client.handshake(hello("cid-shape"))
     common = {"status", "serverId", "hostname", "version", "features"}
@@ -250,8 +76,8 @@ def test_handshake_and_server_info_shape(make_fake: Any, connect: Connect, kind:
     assert fake.accepted_count == 1
 
 
-def test_version_and_features_override(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake(
+def test_version_and_features_override(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(
         HostKind.SELECTIVE, version="0.2.4", features={"projectList": True, "explicitEventSubscriptions": False}
     )
     info = connect(fake).handshake()
@@ -261,36 +87,36 @@ def test_version_and_features_override(make_fake: Any, connect: Connect) -> None
     assert info["features"]["selectiveAgentTimeline"]
 
 
-def test_ping_before_and_after_hello(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_ping_before_and_after_hello(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
     client = connect(fake)
     client.send({"type": "ping"})
-    assert client.json() == {"type": "pong"}
+    assert client.next_frame() == {"type": "pong"}
     client.handshake()
     client.send({"type": "ping"})
-    assert client.json() == {"type": "pong"}
+    assert client.next_frame() == {"type": "pong"}
     assert [f["type"] for f in fake.received] == ["ping", "hello", "ping"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_session_ping(make_fake: Any, connect: Connect, kind: HostKind) -> None:
-    client = connect(make_fake(kind))
+def test_session_ping(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    client = connect(fakes(kind))
     client.handshake()
-    client.send(session("ping", requestId="r1", clientSentAt=1795986659141))
+    client.send_session("ping", requestId="r1", clientSentAt=1795986659141)
     kind_, payload = client.message()
     assert kind_ == "pong"
     assert set(payload) == {"requestId", "clientSentAt", "serverReceivedAt", "serverSentAt"}
     assert payload["requestId"] == "r1"
     assert payload["clientSentAt"] == 1795986659141
     assert payload["serverSentAt"] >= payload["serverReceivedAt"] > 1_700_000_000_000
-    client.send(session("ping", requestId="r2"))
+    client.send_session("ping", requestId="r2")
     assert set(client.message()[1]) == {"requestId", "serverReceivedAt", "serverSentAt"}
 
 
-def test_invalid_messages_after_hello(make_fake: Any, connect: Connect) -> None:
-    client = connect(make_fake(HostKind.BROADCAST))
+def test_invalid_messages_after_hello(fakes: Fake, connect: Connect) -> None:
+    client = connect(fakes(HostKind.BROADCAST))
     client.handshake()
-    client.send(session("no_such_request", requestId="r1"))
+    client.send_session("no_such_request", requestId="r1")
     assert client.message() == (
         "rpc_error",
         {
@@ -300,7 +126,7 @@ def test_invalid_messages_after_hello(make_fake: Any, connect: Connect) -> None:
             "code": "unknown_schema",
         },
     )
-    client.send(session("fetch_agent_request", requestId="r2"))  # known type, field missing
+    client.send_session("fetch_agent_request", requestId="r2")  # known type, field missing
     assert client.message()[1]["code"] == "unknown_schema"
     for frame in (session("fetch_agent_request"), {"type": "session"}, "this is not json", "[1, 2]"):
         client.send(frame)
@@ -313,7 +139,7 @@ def test_invalid_messages_after_hello(make_fake: Any, connect: Connect) -> None:
         "rpc_error",
         {"requestId": "r3", "requestType": "bogus_top_level", "error": "Invalid message", "code": "invalid_message"},
     )
-    client.send(session("ping", requestId="r4"))  # the connection is still open
+    client.send_session("ping", requestId="r4")  # the connection is still open
     assert client.message()[0] == "pong"
 
 
@@ -338,45 +164,45 @@ CLOSE_CASES: list[tuple[str, HostKind, list[Any], tuple[int, str]]] = [
 
 @pytest.mark.parametrize(("kind", "frames", "close"), [c[1:] for c in CLOSE_CASES], ids=[c[0] for c in CLOSE_CASES])
 def test_hello_validation_closes(
-    make_fake: Any, connect: Connect, kind: HostKind, frames: list[Any], close: tuple[int, str]
+    fakes: Fake, connect: Connect, kind: HostKind, frames: list[Any], close: tuple[int, str]
 ) -> None:
-    client = connect(make_fake(kind))
+    client = connect(fakes(kind))
     for frame in frames:
         client.send(frame)
-    event = client.next()
+    event = client.next_event()
     if event[0] == "text":  # the valid first hello of "second hello"
         assert json.loads(event[1])["message"]["payload"]["status"] == "server_info"
-        event = client.next()
+        event = client.next_event()
     assert event[0] == "close"
     assert event[1:] == close
 
 
-def test_binary_before_hello_closes(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_binary_before_hello_closes(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     client = connect(fake)
     client.send_binary(b"\x01\x02")
     assert client.expect_close() == (4002, "Session message before hello")
     assert fake.wait_for_frame(lambda f: "binary" in f) == {"binary": 2}
 
 
-def test_hub_allowed_on_capable(make_fake: Any, connect: Connect) -> None:
-    connect(make_fake(HostKind.CAPABLE)).handshake(hello(clientType="hub"))
+def test_hub_allowed_on_capable(fakes: Fake, connect: Connect) -> None:
+    connect(fakes(HostKind.CAPABLE)).handshake(hello(clientType="hub"))
 
 
-def test_hello_timeout(make_fake: Any, connect: Connect) -> None:
-    client = connect(make_fake(HostKind.BROADCAST, hello_timeout=0.3))
+def test_hello_timeout(fakes: Fake, connect: Connect) -> None:
+    client = connect(fakes(HostKind.BROADCAST, hello_timeout=0.3))
     client.send({"type": "ping"})  # a ping is no hello
-    assert client.json() == {"type": "pong"}
+    assert client.next_frame() == {"type": "pong"}
     assert client.expect_close() == (4001, "Hello timeout")
 
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("announce", [True, False])
-def test_incompatible_protocol_rejection(make_fake: Any, connect: Connect, kind: HostKind, announce: bool) -> None:
-    client = connect(make_fake(kind))
+def test_incompatible_protocol_rejection(fakes: Fake, connect: Connect, kind: HostKind, announce: bool) -> None:
+    client = connect(fakes(kind))
     client.send(hello(protocolVersion=2, capabilities=CAPS_REJECTION if announce else {}))
     if announce and kind is not HostKind.BROADCAST:
-        assert client.json() == {"type": "hello.rejected", "reason": "incompatible_protocol"}
+        assert client.next_frame() == {"type": "hello.rejected", "reason": "incompatible_protocol"}
     assert client.expect_close() == (4003, "Incompatible protocol version")
 
 
@@ -385,8 +211,8 @@ def test_incompatible_protocol_rejection(make_fake: Any, connect: Connect, kind:
 PW = "s3cret-Token"
 
 
-def test_broadcast_auth(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST, password=PW)
+def test_broadcast_auth(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST, password=PW)
     assert connect(fake).expect_close() == (4401, "Password required")  # no hello needed
     wrong = connect(fake, subprotocols=["paseo.bearer.wrong"])
     assert wrong.subprotocol is not None
@@ -403,15 +229,15 @@ def test_broadcast_auth(make_fake: Any, connect: Connect) -> None:
     assert in_hello.expect_close() == (4401, "Password required")  # no hello.rejected on 0.1.65
 
 
-def test_broadcast_echoes_first_offered_subprotocol(make_fake: Any, connect: Connect) -> None:
-    client = connect(make_fake(HostKind.BROADCAST), subprotocols=["other", f"paseo.bearer.{PW}"])
+def test_broadcast_echoes_first_offered_subprotocol(fakes: Fake, connect: Connect) -> None:
+    client = connect(fakes(HostKind.BROADCAST), subprotocols=["other", f"paseo.bearer.{PW}"])
     assert client.subprotocol == "other"
     client.handshake()
 
 
 @pytest.mark.parametrize("kind", [HostKind.CAPABLE, HostKind.SELECTIVE])
-def test_legacy_and_capable_upgrade_credentials(make_fake: Any, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind, password=PW)
+def test_legacy_and_capable_upgrade_credentials(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind, password=PW)
     connect(fake, headers={"Authorization": f"Bearer {PW}"}).handshake()
     via_sub = connect(fake, subprotocols=["other", f"paseo.bearer.{PW}"])
     assert via_sub.subprotocol is not None
@@ -442,19 +268,19 @@ HELLO_AUTH_CASES: list[tuple[str, dict[str, Any], str | None, str]] = [
 @pytest.mark.parametrize("kind", [HostKind.CAPABLE, HostKind.SELECTIVE])
 @pytest.mark.parametrize("case", HELLO_AUTH_CASES, ids=[c[0] for c in HELLO_AUTH_CASES])
 def test_hello_auth_rejections(
-    make_fake: Any, connect: Connect, kind: HostKind, case: tuple[str, dict[str, Any], str | None, str]
+    fakes: Fake, connect: Connect, kind: HostKind, case: tuple[str, dict[str, Any], str | None, str]
 ) -> None:
     _, extra, reason, close_reason = case
-    client = connect(make_fake(kind, password=PW))
+    client = connect(fakes(kind, password=PW))
     client.send(hello(**extra))
     if reason is not None:
-        assert client.json() == {"type": "hello.rejected", "reason": reason, "accepts": ["password"]}
+        assert client.next_frame() == {"type": "hello.rejected", "reason": reason, "accepts": ["password"]}
     assert client.expect_close() == (4401, close_reason)
 
 
 @pytest.mark.parametrize("kind", [HostKind.CAPABLE, HostKind.SELECTIVE])
-def test_hello_auth_accepted(make_fake: Any, connect: Connect, kind: HostKind) -> None:
-    client = connect(make_fake(kind, password=PW))
+def test_hello_auth_accepted(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    client = connect(fakes(kind, password=PW))
     client.handshake(hello(auth={"kind": "password", "password": PW}, capabilities=CAPS_REJECTION))
 
 
@@ -462,33 +288,33 @@ def test_hello_auth_accepted(make_fake: Any, connect: Connect, kind: HostKind) -
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_same_client_id_shares_responses_on_legacy_hosts(make_fake: Any, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_same_client_id_shares_responses_on_legacy_hosts(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     first, second, other = connect(fake), connect(fake), connect(fake)
     first.handshake(hello("shared"))
     second.handshake(hello("shared"))
     other.handshake(hello("someone-else"))
     assert len(fake.sessions["shared"].connections) == 2
-    first.send(session("ping", requestId="from-first"))
+    first.send_session("ping", requestId="from-first")
     assert first.message()[1]["requestId"] == "from-first"
     if kind is not HostKind.CAPABLE:
         assert second.message()[1]["requestId"] == "from-first"
-    first.send(session("no_such_request", requestId="bad"))  # validation errors go to the socket only
+    first.send_session("no_such_request", requestId="bad")  # validation errors go to the socket only
     assert first.message()[0] == "rpc_error"
     for client in (second, other):  # the next frame is the answer to the client's own request
-        client.send(session("ping", requestId="own"))
+        client.send_session("ping", requestId="own")
         assert client.message()[1]["requestId"] == "own"
 
 
-def test_session_survives_reconnect_until_ttl(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_session_survives_reconnect_until_ttl(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
     connect(fake).handshake(hello("resume"))
     original = fake.sessions["resume"]
     fake.drop_connections()
     fake.wait_for_connections(0)
     connect(fake).handshake(hello("resume"))
     assert fake.sessions["resume"] is original
-    expiring = make_fake(HostKind.BROADCAST, session_ttl=0.0)
+    expiring = fakes(HostKind.BROADCAST, session_ttl=0.0)
     connect(expiring).handshake(hello("resume"))
     before = expiring.sessions["resume"]
     expiring.drop_connections()
@@ -509,8 +335,8 @@ def test_reply_naming_rule() -> None:
 
 
 @pytest.mark.parametrize("kind", [HostKind.CAPABLE, HostKind.BROADCAST])
-def test_on_request_handlers(make_fake: Any, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_on_request_handlers(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     seen: list[RequestContext] = []
 
     def fetch(ctx: RequestContext) -> None:
@@ -525,8 +351,8 @@ def test_on_request_handlers(make_fake: Any, connect: Connect, kind: HostKind) -
     fake.on_request("archive_workspace_request", boom)
     client = connect(fake)
     client.handshake()
-    client.send(session("fetch_agent_request", requestId="r1", agentId="a1"))
-    assert client.json()["message"] == {
+    client.send_session("fetch_agent_request", requestId="r1", agentId="a1")
+    assert client.next_frame()["message"] == {
         "type": "fetch_agent_response",
         "payload": {"requestId": "r1", "agent": None, "error": None},
     }
@@ -534,14 +360,14 @@ def test_on_request_handlers(make_fake: Any, connect: Connect, kind: HostKind) -
     assert seen[0].request_id == "r1"
     assert seen[0].connection is fake.connections[0]
     assert seen[0].daemon is fake
-    client.send(session("fetch_agent_request", requestId="r2"))  # validation of the known type is kept
+    client.send_session("fetch_agent_request", requestId="r2")  # validation of the known type is kept
     assert client.message()[1]["code"] == "unknown_schema"
-    client.send(session("project.list.request", requestId="r3"))
+    client.send_session("project.list.request", requestId="r3")
     assert client.message() == (
         "rpc_error",
         {"requestId": "r3", "requestType": "project.list.request", "error": "Nope", "code": "custom"},
     )
-    client.send(session("archive_workspace_request", requestId="r4", workspaceId="w"))
+    client.send_session("archive_workspace_request", requestId="r4", workspaceId="w")
     assert client.message() == (
         "rpc_error",
         {
@@ -556,8 +382,8 @@ def test_on_request_handlers(make_fake: Any, connect: Connect, kind: HostKind) -
     assert payload["type"] == "error"
 
 
-def test_push_and_wait_for_frame(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_push_and_wait_for_frame(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
     first, second = connect(fake), connect(fake)
     first.handshake(hello("a"))
     second.handshake(hello("b"))
@@ -567,7 +393,7 @@ def test_push_and_wait_for_frame(make_fake: Any, connect: Connect) -> None:
     conn_b = fake.wait_for_connections(2)[1]
     fake.push("activity_log", {"n": 1}, connection=conn_b)
     assert second.message() == ("activity_log", {"n": 1})
-    second.send(session("ping", requestId="p"))
+    second.send_session("ping", requestId="p")
     frame = fake.wait_for_frame("ping")
     assert frame == session("ping", requestId="p")
     assert frame.connection is conn_b
@@ -579,12 +405,12 @@ def test_push_and_wait_for_frame(make_fake: Any, connect: Connect) -> None:
 # -- fault injection -------------------------------------------------------------------------------
 
 
-def test_drop_and_close_connections(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake()
+def test_drop_and_close_connections(fakes: Fake, connect: Connect) -> None:
+    fake = fakes()
     client = connect(fake)
     client.handshake()
     fake.drop_connections()
-    assert client.next() == ("dropped",)
+    assert client.next_event() == ("dropped",)
     client = connect(fake)
     client.handshake()
     fake.close_connections(4000, "bye")
@@ -594,8 +420,8 @@ def test_drop_and_close_connections(make_fake: Any, connect: Connect) -> None:
     assert fake.accepted_count == 2
 
 
-def test_peer_close_is_recorded(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake()
+def test_peer_close_is_recorded(fakes: Fake, connect: Connect) -> None:
+    fake = fakes()
     client = connect(fake)
     client.handshake()
     (conn,) = fake.wait_for_connections(1)
@@ -606,8 +432,8 @@ def test_peer_close_is_recorded(make_fake: Any, connect: Connect) -> None:
     assert not conn.dropped
 
 
-def test_refuse_connections(make_fake: Any, frontend: str) -> None:
-    fake = make_fake()
+def test_refuse_connections(fakes: Fake, frontend: str) -> None:
+    fake = fakes()
     fake.refuse_connections = True
     if frontend == "memory":
         with pytest.raises(TransportError, match="connection refused"):
@@ -621,109 +447,107 @@ def test_refuse_connections(make_fake: Any, frontend: str) -> None:
     assert fake.accepted_count == 0
 
 
-def test_stall_handshake(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake()
+def test_stall_handshake(fakes: Fake, connect: Connect) -> None:
+    fake = fakes()
     fake.stall_handshake = True
     client = connect(fake)
     client.send(hello())
     client.send({"type": "ping"})
-    assert client.json() == {"type": "pong"}  # no server_info came first
+    assert client.next_frame() == {"type": "pong"}  # no server_info came first
     with pytest.raises(TimeoutError):
         fake.wait_for_connections(1, timeout=0.05)
 
 
-def test_answer_pings_off(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake()
+def test_answer_pings_off(fakes: Fake, connect: Connect) -> None:
+    fake = fakes()
     fake.answer_pings = False
     client = connect(fake)
     client.handshake()
     client.send({"type": "ping"})
-    client.send(session("ping", requestId="s"))
+    client.send_session("ping", requestId="s")
     kind, payload = client.message()
     assert (kind, payload["requestId"]) == ("pong", "s")
     fake.wait_for_frame(lambda f: f.get("type") == "ping")  # recorded although unanswered
 
 
-def test_fail_next_and_ignore(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake()
+def test_fail_next_and_ignore(fakes: Fake, connect: Connect) -> None:
+    fake = fakes()
     client = connect(fake)
     client.handshake()
     fake.fail_next("ping")
-    client.send(session("ping", requestId="f"))
+    client.send_session("ping", requestId="f")
     assert client.message() == (
         "rpc_error",
         {"requestId": "f", "requestType": "ping", "error": "Injected failure", "code": "handler_error"},
     )
     fake.ignore("ping")
-    client.send(session("ping", requestId="ignored"))
+    client.send_session("ping", requestId="ignored")
     client.send({"type": "ping"})
-    assert client.json() == {"type": "pong"}
+    assert client.next_frame() == {"type": "pong"}
     fake.ignore("ping", enabled=False)
-    client.send(session("ping", requestId="answered"))
+    client.send_session("ping", requestId="answered")
     assert client.message()[1]["requestId"] == "answered"
 
 
-def test_send_raw(make_fake: Any, connect: Connect) -> None:
-    fake = make_fake()
+def test_send_raw(fakes: Fake, connect: Connect) -> None:
+    fake = fakes()
     client = connect(fake)
     client.handshake()
     assert fake.send_raw("not json") == 1
-    assert client.next() == ("text", "not json")
+    assert client.next_event() == ("text", "not json")
     fake.send_raw(b"\xff\xfe{}")
-    assert client.next()[0] == "invalid"
+    assert client.next_event()[0] == "invalid"
     fake.send_raw(b"\x00\x01", binary=True)
-    assert client.next()[0] == "binary"
+    assert client.next_event()[0] == "binary"
 
 
 # -- lifecycle -------------------------------------------------------------------------------------
 
 
-def test_restart_on_loopback_reuses_port(make_fake: Any) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_restart_on_loopback_reuses_port(fakes: Fake) -> None:
+    fake = fakes(HostKind.BROADCAST)
     url = fake.serve()
     assert fake.serve() == url == fake.url
-    client = LoopbackClient(url, (), {})
-    client.handshake(hello("r"))
-    fake.restart(downtime=0.5)
-    assert client.next() == ("dropped",)
+    with RawClient(fake, loopback=True) as client:
+        client.handshake(hello("r"))
+        fake.restart(downtime=0.5)
+        assert client.next_event() == ("dropped",)
     assert fake.sessions == {}
     with pytest.raises(ConnectionRefusedError):
         websocket.create_connection(url, timeout=2.0)
     fake.wait_serving(5.0)
     assert fake.url == url
-    again = LoopbackClient(url, (), {})
-    again.handshake(hello("r"))
-    again.close()
+    with RawClient(fake, loopback=True) as again:
+        again.handshake(hello("r"))
 
 
-def test_restart_in_memory_refuses_during_downtime(make_fake: Any) -> None:
-    fake = make_fake()
-    client = MemoryClient(fake, (), {})
-    client.handshake()
-    fake.restart(downtime=60.0)
-    assert client.next() == ("dropped",)
+def test_restart_in_memory_refuses_during_downtime(fakes: Fake) -> None:
+    fake = fakes()
+    with RawClient(fake) as client:
+        client.handshake()
+        fake.restart(downtime=60.0)
+        assert client.next_event() == ("dropped",)
     with pytest.raises(TransportError, match="connection refused"):
         fake.transport_factory().connect(ConnectParams(url="memory://fake", timeout=1.0))
-    quick = make_fake()
+    quick = fakes()
     quick.restart()
-    MemoryClient(quick, (), {}).handshake()
+    with RawClient(quick) as client:
+        client.handshake()
 
 
 def test_close_leaves_no_thread(frontend: str) -> None:
     before = set(threading.enumerate())
     fake = FakeDaemon(HostKind.BROADCAST)
-    clients: list[Client] = []
-    for n in range(3):
-        client = MemoryClient(fake, (), {}) if frontend == "memory" else LoopbackClient(fake.serve(), (), {})
+    clients = [RawClient(fake, loopback=frontend == "loopback") for _ in range(3)]
+    for n, client in enumerate(clients):
         client.handshake(hello(f"t{n}"))
-        clients.append(client)
-    started = [t for t in set(threading.enumerate()) - before if t.name != "test-memory-reader"]
+    started = [t for t in set(threading.enumerate()) - before if not t.name.startswith(READER_THREAD_PREFIX)]
     assert started
     assert all(t.daemon and t.name.startswith("fake-daemon") for t in started), started
     fake.close()
     fake.close()  # idempotent
     for client in clients:
-        assert client.next()[0] in ("dropped", "close")
+        assert client.next_event()[0] in ("dropped", "close")
         client.close()
     leftover = [t for t in set(threading.enumerate()) - before if t.is_alive()]
     assert leftover == []
@@ -776,8 +600,8 @@ def _script_0165_agent_replies(fake: FakeDaemon) -> None:
 
 
 @pytest.mark.parametrize(("name", "last_line"), [("01-handshake.jsonl", 11), ("09-errors.jsonl", 28)])
-def test_replay_transcript(make_fake: Any, connect: Connect, name: str, last_line: int) -> None:
-    fake = make_fake(HostKind.BROADCAST, server_id="srv_demo0000000", hostname="devbox")
+def test_replay_transcript(fakes: Fake, connect: Connect, name: str, last_line: int) -> None:
+    fake = fakes(HostKind.BROADCAST, server_id="srv_demo0000000", hostname="devbox")
     _script_0165_agent_replies(fake)
     client = connect(fake)
     for entry in _transcript(name, "c1", last_line):
@@ -786,7 +610,7 @@ def test_replay_transcript(make_fake: Any, connect: Connect, name: str, last_lin
         elif entry["dir"] == "out" and "raw" in entry:
             client.send(entry["raw"])
         elif entry["dir"] == "in" and "frame" in entry:
-            got = client.json()
+            got = client.next_frame()
             assert _shape(got) == _shape(entry["frame"]), f"line t={entry['t']}"
             if _shape(got)[:2] == ("session", "status") and got["message"]["payload"]["status"] == "server_info":
                 assert got == entry["frame"]  # broadcast server_info is byte-for-byte the recorded one

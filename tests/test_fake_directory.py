@@ -1,140 +1,30 @@
 """Tests of the fake daemon's agent and workspace directories, driven with raw frames.
 
-Clients are bare ``MemoryTransport``s (one loopback test uses websocket-client) with a reader
-thread feeding a queue. "Nothing else arrived" is checked with a barrier: wait until the
-directory has written every queued frame, then a session ping whose pong must be the next frame.
-No test sleeps to synchronise; every wait is bounded.
+Clients are :class:`~tests.raw_client.RawClient`s in memory (one loopback test uses
+websocket-client). "Nothing else arrived" is checked with the client's barrier
+(:meth:`~tests.raw_client.RawClient.quiet`). No test sleeps to synchronise; every wait is bounded.
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import queue
 import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from unittest.mock import ANY
 
 import pytest
-import websocket
 
 from daemon_client.protocol.hosts import HostKind
-from daemon_client.testing.fake_daemon import FakeDaemon
-from daemon_client.transport.base import ConnectParams, TransportClosed
-from daemon_client.transport.memory import MemoryTransport
+
+from .raw_client import Connect, Fake, connect_fixture
 
 TRANSCRIPTS = Path("/work/shared/transcripts/paseo-0.1.65")
 LEGACY = [HostKind.SELECTIVE, HostKind.BROADCAST]
-Message = tuple[str, dict[str, Any]]
 
-
-def session(message_type: str, **fields: Any) -> dict[str, Any]:
-    return {"type": "session", "message": {"type": message_type, **fields}}
-
-
-class Raw:
-    """A raw client socket; ``message()`` returns the next (session message type, payload)."""
-
-    def __init__(self, fake: FakeDaemon, client_id: str, loopback: bool = False) -> None:
-        self.fake = fake
-        before = set(fake.connections)
-        self.frames: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self._numbers = iter(range(1, 1_000_000))
-        self.ws: websocket.WebSocket | None = None
-        self.transport: MemoryTransport | None = None
-        if loopback:
-            self.ws = websocket.create_connection(fake.serve(), timeout=5.0, suppress_origin=True)
-        else:
-            self.transport = fake.transport_factory()
-            self.transport.connect(ConnectParams(url="memory://fake", timeout=5.0))
-        self.reader = threading.Thread(target=self._read, name="test-directory-reader", daemon=True)
-        self.reader.start()
-        self.send({"type": "hello", "clientId": client_id, "clientType": "cli", "protocolVersion": 1,
-                   "appVersion": "0.1.65", "capabilities": {"owned_subscriptions": True}})  # fmt: skip
-        kind, payload = self.message()
-        assert (kind, payload["status"]) == ("status", "server_info")
-        (self.connection,) = [c for c in fake.connections if c not in before]
-
-    def _read(self) -> None:
-        while True:
-            try:
-                text = self.ws.recv() if self.ws is not None else self.transport.recv()  # type: ignore[union-attr]
-            except (TransportClosed, websocket.WebSocketException, OSError):
-                self.frames.put(None)
-                return
-            if not text:  # websocket-client returns "" once the close handshake is done
-                self.frames.put(None)
-                return
-            self.frames.put(json.loads(text))
-
-    def send(self, frame: dict[str, Any]) -> None:
-        text = json.dumps(frame)
-        if self.ws is not None:
-            self.ws.send(text)
-        else:
-            self.transport.send_text(text)  # type: ignore[union-attr]
-
-    def message(self, timeout: float = 5.0) -> Message:
-        try:
-            frame = self.frames.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no frame within {timeout} s") from None
-        assert frame is not None, "the connection ended"
-        return frame["message"]["type"], frame["message"].get("payload", {})
-
-    def request(self, message_type: str, **fields: Any) -> Message:
-        """Send a request and return its reply (frames before it must be read first)."""
-        request_id = f"req-{next(self._numbers)}"
-        self.send(session(message_type, requestId=request_id, **fields))
-        kind, payload = self.message()
-        assert payload.get("requestId") == request_id, (kind, payload)
-        return kind, payload
-
-    def quiet(self) -> None:
-        """Assert that no frame is pending: every queued directory frame written, then a ping."""
-        self.fake.directory.wait_idle()
-        assert self.request("ping")[0] == "pong"
-
-    def close(self) -> None:
-        if self.ws is not None:
-            with contextlib.suppress(websocket.WebSocketException, OSError):
-                self.ws.close()
-        else:
-            self.transport.close(1000, "")  # type: ignore[union-attr]
-        self.reader.join(5.0)
-
-
-@pytest.fixture
-def make_fake() -> Iterator[Callable[..., FakeDaemon]]:
-    fakes: list[FakeDaemon] = []
-
-    def make(kind: HostKind = HostKind.CAPABLE, **kwargs: Any) -> FakeDaemon:
-        fakes.append(FakeDaemon(kind, **kwargs))
-        return fakes[-1]
-
-    yield make
-    for fake in fakes:
-        fake.close()
-
-
-@pytest.fixture
-def connect() -> Iterator[Callable[..., Raw]]:
-    clients: list[Raw] = []
-
-    def open_client(fake: FakeDaemon, client_id: str = "cid-1", loopback: bool = False) -> Raw:
-        clients.append(Raw(fake, client_id, loopback))
-        return clients[-1]
-
-    yield open_client
-    for client in clients:
-        client.close()
-
-
-Fake = Callable[..., FakeDaemon]
-Connect = Callable[..., Raw]
+connect = connect_fixture()
+"""``connect(fake, client_id="cid-1", *, loopback=False)``: a new socket past its hello."""
 
 
 def ids(payload: dict[str, Any]) -> list[str]:
@@ -151,8 +41,8 @@ def _transcript_payload(name: str, line: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("kind", list(HostKind))
-def test_plain_fetch_creates_no_observation(make_fake: Fake, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_plain_fetch_creates_no_observation(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     first = fake.agents.upsert(title="first")
     second = fake.agents.upsert(title="second")
     fake.workspaces.upsert(name="demo")
@@ -172,8 +62,8 @@ def test_plain_fetch_creates_no_observation(make_fake: Fake, connect: Connect, k
     client.quiet()
 
 
-def test_broadcast_shapes_follow_the_0165_transcripts(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_broadcast_shapes_follow_the_0165_transcripts(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
     fake.agents.upsert(labels={"fixture": "subscribe"}, title="Demo subscribe agent")
     client = connect(fake)
     recorded = _transcript_payload("02-fetch-agents-plain.jsonl", 5)["entries"][0]
@@ -185,8 +75,8 @@ def test_broadcast_shapes_follow_the_0165_transcripts(make_fake: Fake, connect: 
     assert workspace == _transcript_payload("08-workspaces.jsonl", 5)["workspace"]
 
 
-def test_capable_shapes(make_fake: Fake) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_shapes(fakes: Fake) -> None:
+    fake = fakes(HostKind.CAPABLE)
     agent = fake.agents.upsert("a-1", cwd="/srv/app", created_at="2026-05-03T10:00:00.000Z", labels={"x": "y"})
     assert agent["id"] == "a-1"
     assert agent["createdAt"] == "2026-05-03T10:00:00.000Z"
@@ -207,8 +97,8 @@ def test_capable_shapes(make_fake: Fake) -> None:
 # -- filters, sort, paging -------------------------------------------------------------------------
 
 
-def test_agent_filters(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_agent_filters(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     infra = fake.agents.upsert(labels={"team": "infra", "tier": "1"}, status="running", thinking_option_id="high")
     web = fake.agents.upsert(labels={"team": "web"}, cwd="/srv/web", requires_attention=True)
     archived = fake.agents.upsert(labels={"team": "infra"}, archived_at="2026-05-03T10:00:00.000Z")
@@ -231,8 +121,8 @@ def test_agent_filters(make_fake: Fake, connect: Connect) -> None:
     assert ids(active) == [web["id"]]
 
 
-def test_agent_sort_orders(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_agent_sort_orders(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
     idle = fake.agents.upsert("c-idle", title="beta")
     err = fake.agents.upsert("b-error", status="error", title="alpha")
     perm = fake.agents.upsert("d-perm", attention_reason="permission", title=None)
@@ -254,8 +144,8 @@ def test_agent_sort_orders(make_fake: Fake, connect: Connect) -> None:
 
 
 @pytest.mark.parametrize("kind", list(HostKind))
-def test_cursor_walk_yields_each_agent_once(make_fake: Fake, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_cursor_walk_yields_each_agent_once(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     created = {fake.agents.upsert(title=f"agent {n:02d}")["id"] for n in range(25)}
     client = connect(fake)
     seen: list[str] = []
@@ -277,8 +167,8 @@ def test_cursor_walk_yields_each_agent_once(make_fake: Fake, connect: Connect, k
     assert seen == sorted(seen, key=lambda i: fake.agents.get(i)["createdAt"])  # type: ignore[index]
 
 
-def test_cursor_and_page_errors(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_cursor_and_page_errors(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     for _ in range(3):
         fake.agents.upsert()
     client = connect(fake)
@@ -307,8 +197,8 @@ def test_cursor_and_page_errors(make_fake: Fake, connect: Connect) -> None:
 # -- capable observations --------------------------------------------------------------------------
 
 
-def test_capable_observations_are_independent_and_tagged(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_observations_are_independent_and_tagged(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     infra = fake.agents.upsert(labels={"team": "infra"})
     web = fake.agents.upsert(labels={"team": "web"})
     client = connect(fake)
@@ -348,8 +238,8 @@ def test_capable_observations_are_independent_and_tagged(make_fake: Fake, connec
     client.quiet()
 
 
-def test_capable_observation_goes_to_the_owning_socket_only(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_observation_goes_to_the_owning_socket_only(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     owner, sibling = connect(fake, "shared"), connect(fake, "shared")
     subscription = owner.request("fetch_agents_request", subscribe={})[1]["subscriptionId"]
     agent = fake.agents.upsert()
@@ -358,8 +248,8 @@ def test_capable_observation_goes_to_the_owning_socket_only(make_fake: Fake, con
     sibling.quiet()
 
 
-def test_capable_release_stops_updates_and_keeps_the_other(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_release_stops_updates_and_keeps_the_other(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     client = connect(fake)
     released = client.request("fetch_agents_request", subscribe={})[1]["subscriptionId"]
     kept = client.request("fetch_agents_request", subscribe={})[1]["subscriptionId"]
@@ -381,8 +271,8 @@ def test_capable_release_stops_updates_and_keeps_the_other(make_fake: Fake, conn
     assert [r.id for r in fake.directory_observations()] == [kept, workspaces]
 
 
-def test_capable_rejects_client_subscription_ids(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_rejects_client_subscription_ids(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     client = connect(fake)
     for request in ("fetch_agents_request", "fetch_workspaces_request"):
         kind, payload = client.request(request, subscribe={"subscriptionId": "mine"})
@@ -391,8 +281,8 @@ def test_capable_rejects_client_subscription_ids(make_fake: Fake, connect: Conne
     assert fake.directory_observations() == []
 
 
-def test_capable_disconnect_releases_everything_the_socket_owned(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_disconnect_releases_everything_the_socket_owned(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     leaving, staying = connect(fake, "a"), connect(fake, "b")
     leaving.request("fetch_agents_request", subscribe={})
     leaving.request("fetch_workspaces_request", subscribe={})
@@ -410,10 +300,8 @@ def test_capable_disconnect_releases_everything_the_socket_owned(make_fake: Fake
 
 
 @pytest.mark.parametrize("kind", LEGACY)
-def test_legacy_slot_is_replaced_by_a_later_subscribing_fetch(
-    make_fake: Fake, connect: Connect, kind: HostKind
-) -> None:
-    fake = make_fake(kind)
+def test_legacy_slot_is_replaced_by_a_later_subscribing_fetch(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     agent = fake.agents.upsert(labels={"fixture": "subscribe"})
     client = connect(fake)
     first = client.request("fetch_agents_request", subscribe={})[1]
@@ -441,8 +329,8 @@ def test_legacy_slot_is_replaced_by_a_later_subscribing_fetch(
 
 
 @pytest.mark.parametrize("kind", LEGACY)
-def test_legacy_updates_go_to_every_socket_of_the_session(make_fake: Fake, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_legacy_updates_go_to_every_socket_of_the_session(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     first, second, stranger = connect(fake, "shared"), connect(fake, "shared"), connect(fake, "other")
     response = first.request("fetch_workspaces_request", subscribe={})
     assert second.message() == response  # legacy hosts route the reply to the whole session
@@ -459,9 +347,9 @@ def test_legacy_updates_go_to_every_socket_of_the_session(make_fake: Fake, conne
 
 @pytest.mark.parametrize("kind", LEGACY)
 def test_legacy_slot_survives_a_reconnect_with_the_same_client_id(
-    make_fake: Fake, connect: Connect, kind: HostKind
+    fakes: Fake, connect: Connect, kind: HostKind
 ) -> None:
-    fake = make_fake(kind)
+    fake = fakes(kind)
     agent = fake.agents.upsert()
     original = connect(fake, "fixture-12-client-x")
     subscription = original.request("fetch_agents_request", subscribe={})[1]["subscriptionId"]
@@ -481,8 +369,8 @@ def test_legacy_slot_survives_a_reconnect_with_the_same_client_id(
     assert fake.directory_observations() == []
 
 
-def test_legacy_slot_ends_with_an_expired_session(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST, session_ttl=0.0)
+def test_legacy_slot_ends_with_an_expired_session(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST, session_ttl=0.0)
     client = connect(fake)
     client.request("fetch_agents_request", subscribe={})
     connection = client.connection
@@ -496,13 +384,13 @@ def test_legacy_slot_ends_with_an_expired_session(make_fake: Fake, connect: Conn
 
 
 @pytest.mark.parametrize("kind", list(HostKind))
-def test_open_and_archive_order_updates_before_replies(make_fake: Fake, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_open_and_archive_order_updates_before_replies(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     fake.workspaces.missing_directories.add("/home/dev/missing")
     client = connect(fake)
     subscribed = client.request("fetch_workspaces_request", subscribe={})[1]
     tag = {"subscriptionId": subscribed["subscriptionId"]} if kind is HostKind.CAPABLE else {}
-    client.send(session("open_project_request", requestId="open", cwd="/home/dev/projects/demo/docs-site"))
+    client.send_session("open_project_request", requestId="open", cwd="/home/dev/projects/demo/docs-site")
     kind_, update = client.message()
     assert (kind_, update["kind"]) == ("workspace_update", "upsert")
     assert update == {**tag, "kind": "upsert", "workspace": update["workspace"]}
@@ -521,7 +409,7 @@ def test_open_and_archive_order_updates_before_replies(make_fake: Fake, connect:
         "error": "Directory not found: /home/dev/missing",
         "errorCode": "directory_not_found",
     }
-    client.send(session("archive_workspace_request", requestId="archive", workspaceId=workspace["id"]))
+    client.send_session("archive_workspace_request", requestId="archive", workspaceId=workspace["id"])
     assert client.message() == ("workspace_update", {**tag, "kind": "remove", "id": workspace["id"]})
     kind_, archived = client.message()
     assert kind_ == "archive_workspace_response"
@@ -539,8 +427,8 @@ def test_open_and_archive_order_updates_before_replies(make_fake: Fake, connect:
 
 
 @pytest.mark.parametrize("kind", list(HostKind))
-def test_workspace_filters_and_updates(make_fake: Fake, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_workspace_filters_and_updates(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     app = fake.workspaces.upsert(
         name="App", project_id="remote:github.com/acme/app", activity_at="2026-05-03T10:00:00Z"
     )
@@ -572,8 +460,8 @@ def test_workspace_filters_and_updates(make_fake: Fake, connect: Connect, kind: 
     assert (kind_, payload["kind"], payload["workspace"]["status"]) == ("workspace_update", "upsert", "attention")
 
 
-def test_capable_empty_projects(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_empty_projects(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     fake.workspaces.empty_projects.append({"projectId": "/srv/empty", "projectDisplayName": "empty"})
     client = connect(fake)
     empty = client.request("fetch_workspaces_request")[1]["emptyProjects"]
@@ -584,8 +472,8 @@ def test_capable_empty_projects(make_fake: Fake, connect: Connect) -> None:
 
 
 @pytest.mark.parametrize("kind", list(HostKind))
-def test_fetch_agent_by_id_prefix_and_title(make_fake: Fake, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_fetch_agent_by_id_prefix_and_title(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     one = fake.agents.upsert("709fadbd-512d-4e6b-828c-b022015f8cca", title="Walk me through")
     fake.agents.upsert("709fa000-0000-4000-8000-000000000000", title="other")
     client = connect(fake)
@@ -608,8 +496,8 @@ def test_fetch_agent_by_id_prefix_and_title(make_fake: Fake, connect: Connect, k
 # -- ordering and loopback -------------------------------------------------------------------------
 
 
-def test_updates_follow_mutation_order_across_threads(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_updates_follow_mutation_order_across_threads(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     agent = fake.agents.upsert(title="0")
     client = connect(fake)
     client.request("fetch_agents_request", subscribe={})
@@ -626,7 +514,7 @@ def test_updates_follow_mutation_order_across_threads(make_fake: Fake, connect: 
     for thread in threads:
         thread.start()
     for n in range(20):  # replies queued on the connection's reader thread meanwhile
-        client.send(session("fetch_agent_request", requestId=f"fetch-{n}", agentId=agent["id"]))
+        client.send_session("fetch_agent_request", requestId=f"fetch-{n}", agentId=agent["id"])
     for thread in threads:
         thread.join(10.0)
     titles, replies = [], []
@@ -642,8 +530,8 @@ def test_updates_follow_mutation_order_across_threads(make_fake: Fake, connect: 
 
 
 @pytest.mark.parametrize("kind", [HostKind.CAPABLE, HostKind.BROADCAST])
-def test_directory_over_loopback(make_fake: Fake, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_directory_over_loopback(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     client = connect(fake, loopback=True)
     payload = client.request("fetch_agents_request", subscribe={})[1]
     agent = fake.agents.upsert()

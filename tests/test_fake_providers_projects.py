@@ -1,163 +1,30 @@
 """Tests of the fake daemon's event subscriptions, provider catalog and project store, driven
-with raw frames (in memory; one test on loopback with websocket-client).
+with raw frames (:class:`~tests.raw_client.RawClient`s in memory; one test on loopback).
 
-"Nothing else arrived" is checked with a barrier: wait until the event outbox has written every
-queued frame, then a session ping whose pong must be the next frame. No test sleeps to
-synchronise; every wait is bounded.
+"Nothing else arrived" is checked with the client's barrier
+(:meth:`~tests.raw_client.RawClient.quiet`). No test sleeps to synchronise; every wait is bounded.
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import json
-import queue
 import threading
-from collections.abc import Callable, Iterator
 from typing import Any
 from unittest.mock import ANY
 
 import pytest
-import websocket
 
 from daemon_client.protocol.hosts import HostKind
-from daemon_client.testing.fake_daemon import FakeDaemon
-from daemon_client.transport.base import ConnectParams, TransportClosed
-from daemon_client.transport.memory import MemoryTransport
 
 from .conftest import TRANSCRIPTS
+from .raw_client import Connect, Fake, connect_fixture
 
 SET = "session.events.set_subscription.request"
 SET_REPLY = "session.events.set_subscription.response"
 UPDATE = "providers_snapshot_update"
-Message = tuple[str, dict[str, Any]]
-_REQUEST_NUMBERS = itertools.count(1)
 
-
-def session(message_type: str, **fields: Any) -> dict[str, Any]:
-    return {"type": "session", "message": {"type": message_type, **fields}}
-
-
-class Raw:
-    """A raw client socket; ``message()`` returns the next (session message type, payload)."""
-
-    def __init__(self, fake: FakeDaemon, client_id: str, loopback: bool = False) -> None:
-        self.fake = fake
-        before = set(fake.connections)
-        self.frames: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self.ws: websocket.WebSocket | None = None
-        self.transport: MemoryTransport | None = None
-        if loopback:
-            self.ws = websocket.create_connection(fake.serve(), timeout=5.0, suppress_origin=True)
-        else:
-            self.transport = fake.transport_factory()
-            self.transport.connect(ConnectParams(url="memory://fake", timeout=5.0))
-        self.reader = threading.Thread(target=self._read, name="test-events-reader", daemon=True)
-        self.reader.start()
-        self.send({"type": "hello", "clientId": client_id, "clientType": "cli", "protocolVersion": 1,
-                   "appVersion": "0.1.65", "capabilities": {"owned_subscriptions": True}})  # fmt: skip
-        kind, payload = self.message()
-        assert (kind, payload["status"]) == ("status", "server_info")
-        (self.connection,) = [c for c in fake.connections if c not in before]
-
-    def _read(self) -> None:
-        while True:
-            try:
-                text = self.ws.recv() if self.ws is not None else self.transport.recv()  # type: ignore[union-attr]
-            except (TransportClosed, websocket.WebSocketException, OSError):
-                self.frames.put(None)
-                return
-            if not text:  # websocket-client returns "" once the close handshake is done
-                self.frames.put(None)
-                return
-            self.frames.put(json.loads(text))
-
-    def send(self, frame: dict[str, Any]) -> None:
-        text = json.dumps(frame)
-        if self.ws is not None:
-            self.ws.send(text)
-        else:
-            self.transport.send_text(text)  # type: ignore[union-attr]
-
-    def message(self, timeout: float = 5.0) -> Message:
-        try:
-            frame = self.frames.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no frame within {timeout} s") from None
-        assert frame is not None, "the connection ended"
-        return frame["message"]["type"], frame["message"].get("payload", {})
-
-    def call(self, message_type: str, **fields: Any) -> str:
-        """Send a request; returns its requestId."""
-        request_id = f"req-{next(_REQUEST_NUMBERS)}"  # unique across sockets: legacy replies fan out
-        self.send(session(message_type, requestId=request_id, **fields))
-        return request_id
-
-    def request(self, message_type: str, **fields: Any) -> Message:
-        """Send a request whose reply must be the very next frame."""
-        request_id = self.call(message_type, **fields)
-        kind, payload = self.message()
-        assert payload.get("requestId") == request_id, (kind, payload)
-        return kind, payload
-
-    def until_reply(self, request_id: str) -> tuple[Message, list[Message]]:
-        """Read until the reply to ``request_id``; returns it and the frames before it."""
-        seen: list[Message] = []
-        while True:
-            kind, payload = self.message()
-            if payload.get("requestId") == request_id:
-                return (kind, payload), seen
-            seen.append((kind, payload))
-
-    def quiet(self) -> None:
-        """Assert that no frame is pending: every queued event frame written, then a ping whose
-        pong must come next (after pongs of other sockets of the session: legacy hosts send a
-        reply to every socket of the session)."""
-        self.fake.events.wait_idle()
-        self.fake.directory.wait_idle()
-        (kind, _), before = self.until_reply(self.call("ping"))
-        assert kind == "pong"
-        assert [k for k, _ in before] == ["pong"] * len(before), before
-
-    def close(self) -> None:
-        if self.ws is not None:
-            with contextlib.suppress(websocket.WebSocketException, OSError):
-                self.ws.close()
-        else:
-            self.transport.close(1000, "")  # type: ignore[union-attr]
-        self.reader.join(5.0)
-        self.connection.wait_ended()
-
-
-@pytest.fixture
-def make_fake() -> Iterator[Callable[..., FakeDaemon]]:
-    fakes: list[FakeDaemon] = []
-
-    def make(kind: HostKind = HostKind.CAPABLE, **kwargs: Any) -> FakeDaemon:
-        fakes.append(FakeDaemon(kind, **kwargs))
-        return fakes[-1]
-
-    yield make
-    for fake in fakes:
-        fake.close()
-
-
-@pytest.fixture
-def connect() -> Iterator[Callable[..., Raw]]:
-    clients: list[Raw] = []
-
-    def open_client(fake: FakeDaemon, client_id: str = "cid-1", loopback: bool = False) -> Raw:
-        clients.append(Raw(fake, client_id, loopback))
-        return clients[-1]
-
-    yield open_client
-    for client in clients:
-        if not client.connection.ended.is_set():
-            client.close()
-
-
-Fake = Callable[..., FakeDaemon]
-Connect = Callable[..., Raw]
+connect = connect_fixture()
+"""``connect(fake, client_id="cid-1", *, loopback=False)``: a new socket past its hello."""
 
 
 def statuses(payload: dict[str, Any]) -> list[tuple[str, str]]:
@@ -167,8 +34,8 @@ def statuses(payload: dict[str, Any]) -> list[tuple[str, str]]:
 # -- event subscriptions ---------------------------------------------------------------------------
 
 
-def test_capable_event_subscriptions_are_owned_tagged_and_released(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_event_subscriptions_are_owned_tagged_and_released(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     first, second = connect(fake, "cid-1"), connect(fake, "cid-2")
     kind, ack = first.request(SET, events=[UPDATE])
     assert kind == SET_REPLY
@@ -206,20 +73,20 @@ def test_capable_event_subscriptions_are_owned_tagged_and_released(make_fake: Fa
     assert [r.id for r in fake.events.subscriptions()] == [sub_c]
 
 
-def test_capable_release_comes_after_the_last_frame_of_the_subscription(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_release_comes_after_the_last_frame_of_the_subscription(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     client = connect(fake)
     sub = client.request(SET, events=[UPDATE])[1]["subscriptionId"]
     fake.providers.publish()
     request_id = client.call("subscription.release.request", subscriptionId=sub)
-    (kind, _), before = client.until_reply(request_id)
+    (kind, _), before = client.reply(request_id)
     assert kind == "subscription.release.response"
     assert [k for k, _ in before] == [UPDATE]
     assert fake.events.subscriptions() == []
 
 
-def test_selective_event_set_is_replaced_and_fans_out_untagged(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.SELECTIVE)
+def test_selective_event_set_is_replaced_and_fans_out_untagged(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.SELECTIVE)
     one, same, other = connect(fake, "cid-1"), connect(fake, "cid-1"), connect(fake, "cid-2")
     request_id = one.call(SET, events=[UPDATE])
     ack = (SET_REPLY, {"requestId": request_id})  # no subscriptionId; legacy replies go to the session
@@ -247,16 +114,16 @@ def test_selective_event_set_is_replaced_and_fans_out_untagged(make_fake: Fake, 
     same.quiet()
 
 
-def test_selective_without_explicit_event_subscriptions_broadcasts(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.SELECTIVE, features={"explicitEventSubscriptions": False})
+def test_selective_without_explicit_event_subscriptions_broadcasts(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.SELECTIVE, features={"explicitEventSubscriptions": False})
     client = connect(fake)
     assert client.request(SET, events=[UPDATE])[1]["code"] == "unknown_schema"
     assert fake.events.publish(UPDATE, {"entries": []}) == 1
     assert client.message() == (UPDATE, {"entries": []})
 
 
-def test_broadcast_has_no_event_request_and_broadcasts_providers_only(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_broadcast_has_no_event_request_and_broadcasts_providers_only(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
     one, same, other = connect(fake, "cid-1"), connect(fake, "cid-1"), connect(fake, "cid-2")
     kind, payload = one.request(SET, events=[UPDATE])
     assert (kind, payload["code"], payload["requestType"]) == ("rpc_error", "unknown_schema", SET)
@@ -283,10 +150,10 @@ def _shape(kind: str, payload: dict[str, Any]) -> tuple[Any, ...]:
     return kind, tuple(sorted(payload)), payload.get("cwd"), entries
 
 
-def test_broadcast_providers_follow_transcript_07(make_fake: Fake, connect: Connect) -> None:
+def test_broadcast_providers_follow_transcript_07(fakes: Fake, connect: Connect) -> None:
     records = _transcript_07()
     final = records[27]["frame"]["message"]["payload"]["entries"]  # L28: the settled snapshot
-    fake = make_fake(HostKind.BROADCAST)
+    fake = fakes(HostKind.BROADCAST)
     for entry in final:
         fake.providers.remove_entry(entry["provider"])
     for entry in final:
@@ -330,12 +197,12 @@ def test_broadcast_providers_follow_transcript_07(make_fake: Fake, connect: Conn
     client.quiet()
 
 
-def test_refresh_replies_after_its_updates_when_resolved_synchronously(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_refresh_replies_after_its_updates_when_resolved_synchronously(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
     fake.providers.set_entry("codex", status="unavailable", error="codex binary not found")
     client = connect(fake)
     request_id = client.call("refresh_providers_snapshot_request", cwd="/home/dev/projects/demo")
-    (kind, payload), updates = client.until_reply(request_id)
+    (kind, payload), updates = client.reply(request_id)
     assert (kind, payload) == ("refresh_providers_snapshot_response", {"requestId": request_id, "acknowledged": True})
     assert [k for k, _ in updates] == [UPDATE] * 4
     assert {p["cwd"] for _, p in updates} == {"/home/dev"}  # the daemon's home, not the requested cwd
@@ -353,8 +220,8 @@ def test_refresh_replies_after_its_updates_when_resolved_synchronously(make_fake
     client.quiet()
 
 
-def test_refresh_waits_for_the_test_to_resolve(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.SELECTIVE)
+def test_refresh_waits_for_the_test_to_resolve(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.SELECTIVE)
     client, bystander = connect(fake, "cid-1"), connect(fake, "cid-2")
     client.request(SET, events=[UPDATE])
     fake.providers.auto_resolve = False
@@ -376,8 +243,8 @@ def test_refresh_waits_for_the_test_to_resolve(make_fake: Fake, connect: Connect
     bystander.quiet()  # not in the event set: neither updates nor the other session's reply
 
 
-def test_capable_snapshot_and_updates_report_the_requested_cwd(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_snapshot_and_updates_report_the_requested_cwd(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     client, bystander = connect(fake, "cid-1"), connect(fake, "cid-2")
     sub = client.request(SET, events=[UPDATE])[1]["subscriptionId"]
     kind, snapshot = client.request("get_providers_snapshot_request", cwd="/srv/app")
@@ -396,8 +263,8 @@ def test_capable_snapshot_and_updates_report_the_requested_cwd(make_fake: Fake, 
     client.quiet()
 
 
-def test_set_entry_models_modes_and_list_calls(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_set_entry_models_modes_and_list_calls(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
     model = {"id": "big", "label": "Big", "description": "d", "isDefault": True,
              "thinkingOptions": [{"id": "hi", "label": "High", "isDefault": True}]}  # fmt: skip
     entry = fake.providers.set_entry("opencode", status="ready", models=[model], modes=[{"id": "m", "label": "M"}],
@@ -440,8 +307,8 @@ def test_set_entry_models_modes_and_list_calls(make_fake: Fake, connect: Connect
 # -- projects ----------------------------------------------------------------------------------------
 
 
-def test_project_updates_carry_generation_and_seq(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_project_updates_carry_generation_and_seq(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     client = connect(fake)
     sub = client.request(SET, events=["project.update"])[1]["subscriptionId"]
     generation = fake.projects.generation
@@ -467,8 +334,8 @@ def test_project_updates_carry_generation_and_seq(make_fake: Fake, connect: Conn
     client.quiet()
 
 
-def test_project_list_snapshot_and_changes(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_project_list_snapshot_and_changes(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     client = connect(fake)
     fake.projects.upsert("p1")
     fake.projects.upsert("p2")
@@ -497,8 +364,8 @@ def test_project_list_snapshot_and_changes(make_fake: Fake, connect: Connect) ->
     client.quiet()  # no subscription: no project.update arrived
 
 
-def test_update_during_list_is_sent_before_the_older_list_reply(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_update_during_list_is_sent_before_the_older_list_reply(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     client = connect(fake)
     sub = client.request(SET, events=["project.update"])[1]["subscriptionId"]
     fake.projects.upsert("p1")
@@ -514,7 +381,7 @@ def test_update_during_list_is_sent_before_the_older_list_reply(make_fake: Fake,
 
     fake.projects.before_list_reply = race
     request_id = client.call("project.list.request")
-    (kind, payload), before = client.until_reply(request_id)
+    (kind, payload), before = client.reply(request_id)
     assert len(calls) == 1
     assert calls[0].startswith("fake-daemon-mem-")  # on the handler thread
     assert [(k, p["kind"], p["seq"], p["subscriptionId"]) for k, p in before] == [
@@ -531,8 +398,8 @@ def test_update_during_list_is_sent_before_the_older_list_reply(make_fake: Fake,
 
 
 @pytest.mark.parametrize("kind", [HostKind.SELECTIVE, HostKind.BROADCAST])
-def test_hosts_without_project_list(make_fake: Fake, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_hosts_without_project_list(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     client = connect(fake)
     if kind is HostKind.SELECTIVE:
         client.request(SET, events=["project.update"])
@@ -543,8 +410,8 @@ def test_hosts_without_project_list(make_fake: Fake, connect: Connect, kind: Hos
     client.quiet()
 
 
-def test_selective_host_with_project_list_sends_untagged_updates(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.SELECTIVE, version="0.2.4", features={"projectList": True})
+def test_selective_host_with_project_list_sends_untagged_updates(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.SELECTIVE, version="0.2.4", features={"projectList": True})
     client = connect(fake)
     client.request(SET, events=["project.update", UPDATE])
     row = fake.projects.upsert("p1")
@@ -554,8 +421,8 @@ def test_selective_host_with_project_list_sends_untagged_updates(make_fake: Fake
     client.quiet()
 
 
-def test_capable_events_on_loopback(make_fake: Fake, connect: Connect) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_capable_events_on_loopback(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     client = connect(fake, loopback=True)
     sub = client.request(SET, events=[UPDATE, "project.update"])[1]["subscriptionId"]
     fake.providers.resolve("codex", "unavailable")
@@ -568,8 +435,8 @@ def test_capable_events_on_loopback(make_fake: Fake, connect: Connect) -> None:
 
 
 @pytest.mark.parametrize("kind", list(HostKind))
-def test_snapshot_read_of_loading_entries_starts_the_probe(make_fake: Fake, connect: Connect, kind: HostKind) -> None:
-    fake = make_fake(kind)
+def test_snapshot_read_of_loading_entries_starts_the_probe(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
     fake.providers.start_loading(["claude", "mock"], keep_models=False)  # nobody connected: nothing sent
     client = connect(fake)
     if kind is not HostKind.BROADCAST:

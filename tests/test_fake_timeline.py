@@ -1,147 +1,33 @@
 """Tests of the fake daemon's timelines and agent runs, driven with raw frames in memory.
 
-Clients are bare ``MemoryTransport``s with a reader thread feeding a queue. "Nothing else
-arrived" is checked with a barrier: wait until the timeline and directory have written every
-queued frame (and the agent's turn has ended), then a session ping whose pong must be the next
-frame. No test sleeps to synchronise; every wait is bounded.
+Clients are :class:`~tests.raw_client.RawClient`s on a bare ``MemoryTransport``. "Nothing else
+arrived" is checked with the client's barrier (:meth:`~tests.raw_client.RawClient.quiet`: the
+agent's turn, if given, has ended and the fake has written every queued frame, then a ping whose
+pong must come next). No test sleeps to synchronise; every wait is bounded.
 """
 
 from __future__ import annotations
 
 import json
-import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.testing.fake_daemon import FakeDaemon
-from daemon_client.transport.base import ConnectParams, TransportClosed
 
 from .conftest import TRANSCRIPTS
+from .raw_client import Connect, Fake, Message, RawClient, connect_fixture
 
 KINDS = list(HostKind)
 SET = "agent.timeline.set_subscription.request"
 SET_REPLY = "agent.timeline.set_subscription.response"
 STALE_EPOCH = "00000000-0000-4000-8000-000000000000"
-Message = tuple[str, dict[str, Any]]
 
-
-def session(message_type: str, **fields: Any) -> dict[str, Any]:
-    return {"type": "session", "message": {"type": message_type, **fields}}
-
-
-class Raw:
-    """A raw client socket; ``message()`` returns the next (session message type, payload)."""
-
-    def __init__(self, fake: FakeDaemon, client_id: str = "c1", **capabilities: bool) -> None:
-        self.fake = fake
-        before = set(fake.connections)
-        self.frames: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self._numbers = iter(range(1, 1_000_000))
-        self.transport = fake.transport_factory()
-        self.transport.connect(ConnectParams(url="memory://fake", timeout=5.0))
-        self.reader = threading.Thread(target=self._read, name="test-timeline-reader", daemon=True)
-        self.reader.start()
-        caps = {"owned_subscriptions": True, **capabilities}
-        self.send(
-            {
-                "type": "hello",
-                "clientId": client_id,
-                "clientType": "cli",
-                "protocolVersion": 1,
-                "appVersion": "0.1.65",
-                "capabilities": caps,
-            }
-        )
-        kind, payload = self.message()
-        assert (kind, payload["status"]) == ("status", "server_info")
-        (self.connection,) = [c for c in fake.connections if c not in before]
-
-    def _read(self) -> None:
-        while True:
-            try:
-                text = self.transport.recv()
-            except TransportClosed:
-                self.frames.put(None)
-                return
-            self.frames.put(json.loads(text))
-
-    def send(self, frame: dict[str, Any]) -> None:
-        self.transport.send_text(json.dumps(frame))
-
-    def message(self, timeout: float = 5.0) -> Message:
-        try:
-            frame = self.frames.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"no frame within {timeout} s") from None
-        assert frame is not None, "the connection ended"
-        return frame["message"]["type"], frame["message"].get("payload", {})
-
-    def call(self, message_type: str, **fields: Any) -> str:
-        """Send a request; returns its requestId."""
-        request_id = f"req-{next(self._numbers)}"
-        self.send(session(message_type, requestId=request_id, **fields))
-        return request_id
-
-    def until(self, wanted: Callable[[str, dict[str, Any]], bool]) -> tuple[Message, list[Message]]:
-        """Read until a frame matches; returns it and the frames read before it."""
-        seen: list[Message] = []
-        while True:
-            kind, payload = self.message()
-            if wanted(kind, payload):
-                return (kind, payload), seen
-            seen.append((kind, payload))
-
-    def reply(self, request_id: str) -> tuple[Message, list[Message]]:
-        return self.until(lambda _, payload: payload.get("requestId") == request_id)
-
-    def request(self, message_type: str, **fields: Any) -> Message:
-        """Send a request whose reply must be the very next frame."""
-        request_id = self.call(message_type, **fields)
-        message = self.message()
-        assert message[1].get("requestId") == request_id, message
-        return message
-
-    def quiet(self, agent_id: str | None = None) -> None:
-        """Assert that no frame is pending (the agent's turn, if given, has ended)."""
-        if agent_id is not None:
-            self.fake.runs.wait_until_idle(agent_id)
-        self.fake.timeline.wait_idle()
-        self.fake.directory.wait_idle()
-        assert self.request("ping")[0] == "pong"
-
-    def settle(self, agent_id: str | None = None) -> list[Message]:
-        """Wait for the agent's turn to end and every queued frame; return what came before a pong."""
-        if agent_id is not None:
-            self.fake.runs.wait_until_idle(agent_id)
-        self.fake.timeline.wait_idle()
-        self.fake.directory.wait_idle()
-        return self.reply(self.call("ping"))[1]
-
-    def ask(self, message_type: str, **fields: Any) -> dict[str, Any]:
-        """Send a request and return its reply's payload, skipping stream frames before it."""
-        return self.reply(self.call(message_type, **fields))[0][1]
-
-    def close(self) -> None:
-        self.transport.close(1000, "")
-        self.reader.join(5.0)
-        self.connection.wait_ended()
-
-
-@pytest.fixture
-def make_fake() -> Iterator[Callable[..., FakeDaemon]]:
-    fakes: list[FakeDaemon] = []
-
-    def make(kind: HostKind = HostKind.CAPABLE, **kwargs: Any) -> FakeDaemon:
-        fakes.append(FakeDaemon(kind, **kwargs))
-        return fakes[-1]
-
-    yield make
-    for fake in fakes:
-        fake.close()
+connect = connect_fixture()
+"""``connect(fake, client_id="cid-1", **capabilities)``: a new socket past its hello."""
 
 
 def stream_of(message: Message) -> dict[str, Any]:
@@ -154,12 +40,19 @@ def is_stream(event_type: str) -> Callable[[str, dict[str, Any]], bool]:
     return lambda kind, payload: kind == "agent_stream" and payload["event"]["type"] == event_type
 
 
-def observe(raw: Raw, agent_id: str) -> str | None:
-    """Make ``raw`` receive the agent's stream on any host kind; returns the capable tag."""
+def observed_agent(raw: RawClient) -> tuple[str, str | None]:
+    """A new agent whose stream ``raw`` receives on any host kind: (agent id, capable tag)."""
+    agent_id: str = raw.fake.agents.upsert()["id"]
     if raw.fake.host_kind is HostKind.BROADCAST:
-        return None
+        return agent_id, None
     _, ack = raw.request(SET, agentIds=[agent_id])
-    return ack.get("subscriptionId")
+    return agent_id, ack.get("subscriptionId")
+
+
+def hold_a_turn(raw: RawClient, agent_id: str) -> None:
+    """Send "please hold" (the default turn, paused after one chunk) and read up to that chunk."""
+    raw.call("send_agent_message_request", agentId=agent_id, text="please hold", messageId="m-1")
+    raw.until(lambda k, p: k == "agent_stream" and p["event"].get("item", {}).get("type") == "reasoning")
 
 
 def events(messages: list[Message]) -> list[str]:
@@ -179,9 +72,9 @@ def events(messages: list[Message]) -> list[str]:
 # -- live delivery per host kind ---------------------------------------------------------------
 
 
-def test_frames_carry_seq_and_epoch_only_on_timeline_rows(make_fake) -> None:
-    fake = make_fake(HostKind.BROADCAST)
-    raw = Raw(fake)
+def test_frames_carry_seq_and_epoch_only_on_timeline_rows(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
+    raw = connect(fake)
     agent = fake.agents.upsert()["id"]
     assert fake.timeline.append(agent, {"type": "user_message", "text": "hi"}) == 1
     fake.timeline.emit(agent, {"type": "turn_started"})
@@ -207,9 +100,9 @@ def test_frames_carry_seq_and_epoch_only_on_timeline_rows(make_fake) -> None:
     raw.quiet()
 
 
-def test_capable_subscriptions_are_independent_and_tagged(make_fake) -> None:
-    fake = make_fake(HostKind.CAPABLE)
-    a, b, bystander = Raw(fake, "a"), Raw(fake, "b"), Raw(fake, "z")
+def test_capable_subscriptions_are_independent_and_tagged(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
+    a, b, bystander = connect(fake, "a"), connect(fake, "b"), connect(fake, "z")
     agent, other = fake.agents.upsert()["id"], fake.agents.upsert()["id"]
     _, first = a.request(SET, agentIds=[agent])
     _, second = a.request(SET, agentIds=[agent])
@@ -243,9 +136,9 @@ def test_capable_subscriptions_are_independent_and_tagged(make_fake) -> None:
     assert [s.id for s in fake.timeline.subscriptions()] == [second["subscriptionId"]]
 
 
-def test_selective_union_is_per_session_and_outlives_a_socket(make_fake) -> None:
-    fake = make_fake(HostKind.SELECTIVE)
-    one, two, stranger = Raw(fake, "same"), Raw(fake, "same"), Raw(fake, "other")
+def test_selective_union_is_per_session_and_outlives_a_socket(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.SELECTIVE)
+    one, two, stranger = connect(fake, "same"), connect(fake, "same"), connect(fake, "other")
     agent, other = fake.agents.upsert()["id"], fake.agents.upsert()["id"]
     request_id = one.call(SET, agentIds=[agent, other])
     for raw in (one, two):  # legacy replies go to every socket of the session
@@ -274,7 +167,7 @@ def test_selective_union_is_per_session_and_outlives_a_socket(make_fake) -> None
     fake.timeline.append(other, {"type": "todo", "items": []})
     assert stream_of(two.message())["agentId"] == other
     two.close()
-    again = Raw(fake, "same")
+    again = connect(fake, "same")
     fake.timeline.append(other, {"type": "todo", "items": []})
     assert stream_of(again.message())["seq"] == 3
     # an empty union ends delivery and the record
@@ -284,9 +177,9 @@ def test_selective_union_is_per_session_and_outlives_a_socket(make_fake) -> None
     assert fake.timeline.subscriptions() == []
 
 
-def test_broadcast_sends_every_stream_to_every_socket(make_fake) -> None:
-    fake = make_fake(HostKind.BROADCAST)
-    a, b = Raw(fake, "a"), Raw(fake, "b")
+def test_broadcast_sends_every_stream_to_every_socket(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
+    a, b = connect(fake, "a"), connect(fake, "b")
     agent = fake.agents.upsert()["id"]
     kind, error = a.request(SET, agentIds=[agent])
     assert (kind, error["code"], error["error"]) == ("rpc_error", "unknown_schema", "Unknown request schema")
@@ -302,9 +195,9 @@ def test_broadcast_sends_every_stream_to_every_socket(make_fake) -> None:
 
 
 @pytest.mark.parametrize("kind", [HostKind.CAPABLE, HostKind.SELECTIVE])
-def test_fault_injection_on_the_membership_request(make_fake, kind: HostKind) -> None:
-    fake = make_fake(kind)
-    raw = Raw(fake)
+def test_fault_injection_on_the_membership_request(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
+    raw = connect(fake)
     agent = fake.agents.upsert()["id"]
     fake.fail_next(SET, error="no timeline for you", code="handler_error")
     kind_, error = raw.request(SET, agentIds=[agent])
@@ -320,11 +213,10 @@ def test_fault_injection_on_the_membership_request(make_fake, kind: HostKind) ->
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_replacement(make_fake, kind: HostKind) -> None:
-    fake = make_fake(kind)
-    raw = Raw(fake)
-    agent = fake.agents.upsert()["id"]
-    tag = observe(raw, agent)
+def test_replacement(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
+    raw = connect(fake)
+    agent, tag = observed_agent(raw)
     for text in ("a", "b", "c"):
         fake.timeline.append(agent, {"type": "assistant_message", "text": text})
     for _ in range(3):
@@ -375,12 +267,12 @@ def _shape(payload: dict[str, Any], epochs: dict[str, str]) -> dict[str, Any]:
     return shaped
 
 
-def test_reads_match_transcript_06(make_fake) -> None:
-    fake = make_fake(HostKind.BROADCAST)
+def test_reads_match_transcript_06(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
     agent = fake.agents.upsert()["id"]
     for item in _recorded_rows():
         fake.timeline.append(agent, item)
-    raw = Raw(fake)  # the hello does not advertise reasoning_merge_enum, as in the transcript
+    raw = connect(fake)  # the hello does not advertise reasoning_merge_enum, as in the transcript
     raw.quiet()  # nothing was streamed before the socket existed
     recorded_epoch = "09d20d03-8401-4b34-a3b1-e9c9d79f9e06"
     epochs = {fake.timeline.epoch(agent): recorded_epoch}
@@ -437,10 +329,10 @@ def _agent_with_rows(fake: FakeDaemon) -> str:
 
 
 @pytest.mark.parametrize("enum", [False, True])
-def test_projection(make_fake, enum: bool) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_projection(fakes: Fake, connect: Connect, enum: bool) -> None:
+    fake = fakes(HostKind.CAPABLE)
     agent = _agent_with_rows(fake)
-    raw = Raw(fake, reasoning_merge_enum=enum)
+    raw = connect(fake, reasoning_merge_enum=enum)
     _, page = raw.request("fetch_agent_timeline_request", agentId=agent)
     assert (page["direction"], page["projection"], page["error"]) == ("tail", "projected", None)
     spans = [(e["seqStart"], e["seqEnd"], e["sourceSeqRanges"], e["collapsed"]) for e in page["entries"]]
@@ -464,12 +356,12 @@ def test_projection(make_fake, enum: bool) -> None:
     assert [e["item"] for e in canonical["entries"]] == [r["item"] for r in fake.timeline.rows(agent)]
 
 
-def test_directions_defaults_and_limits(make_fake) -> None:
-    fake = make_fake(HostKind.SELECTIVE)
+def test_directions_defaults_and_limits(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.SELECTIVE)
     agent = fake.agents.upsert()["id"]
     for n in range(250):
         fake.timeline.append(agent, {"type": "todo", "items": [{"text": str(n), "completed": False}]})
-    raw = Raw(fake)
+    raw = connect(fake)
     epoch = fake.timeline.epoch(agent)
 
     def read(**fields: Any) -> dict[str, Any]:
@@ -514,10 +406,10 @@ def test_directions_defaults_and_limits(make_fake) -> None:
     assert bad[0] == "rpc_error"
 
 
-def test_canonical_tail_counts_projected_entries(make_fake) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_canonical_tail_counts_projected_entries(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
     agent = _agent_with_rows(fake)
-    raw = Raw(fake)
+    raw = connect(fake)
     _, page = raw.request("fetch_agent_timeline_request", agentId=agent, projection="canonical", limit=2)
     # the last two projected entries are 5-6 (assistant) and 8-9 (assistant); the window starts at 5
     assert [e["seqStart"] for e in page["entries"]] == [5, 6, 7, 8, 9]
@@ -535,9 +427,9 @@ def test_canonical_tail_counts_projected_entries(make_fake) -> None:
     assert [e["seqStart"] for e in page["entries"]] == [7, 8]  # other modes count rows
 
 
-def test_unknown_agent_and_empty_timeline(make_fake) -> None:
-    fake = make_fake(HostKind.BROADCAST)
-    raw = Raw(fake)
+def test_unknown_agent_and_empty_timeline(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
+    raw = connect(fake)
     _, page = raw.request("fetch_agent_timeline_request", agentId="zz9")
     assert page == {
         "requestId": page["requestId"],
@@ -567,8 +459,8 @@ def test_unknown_agent_and_empty_timeline(make_fake) -> None:
 
 
 @pytest.mark.parametrize("projection", ["canonical", "projected"])
-def test_paging_both_ways_over_1000_rows(make_fake, projection: str) -> None:
-    fake = make_fake(HostKind.CAPABLE)
+def test_paging_both_ways_over_1000_rows(fakes: Fake, connect: Connect, projection: str) -> None:
+    fake = fakes(HostKind.CAPABLE)
     agent = fake.agents.upsert()["id"]
     kinds = ["assistant_message", "assistant_message", "reasoning", "todo", "assistant_message", "tool_call"]
     for n in range(1037):
@@ -584,46 +476,27 @@ def test_paging_both_ways_over_1000_rows(make_fake, projection: str) -> None:
                 "error": None,
             }
         fake.timeline.append(agent, item)
-    raw = Raw(fake)
+    raw = connect(fake)
 
     def covered(page: dict[str, Any]) -> list[int]:
         return [s for e in page["entries"] for r in e["sourceSeqRanges"] for s in range(r["startSeq"], r["endSeq"] + 1)]
 
+    def read(direction: str, limit: int, **cursor: Any) -> dict[str, Any]:
+        fields = {"direction": direction, "limit": limit, "projection": projection, **cursor}
+        return raw.request("fetch_agent_timeline_request", agentId=agent, **fields)[1]
+
     # newest to oldest with before + startCursor
-    _, page = raw.request(
-        "fetch_agent_timeline_request", agentId=agent, direction="tail", limit=50, projection=projection
-    )
+    page = read("tail", 50)
     backwards = covered(page)
     while page["hasOlder"]:
-        _, page = raw.request(
-            "fetch_agent_timeline_request",
-            agentId=agent,
-            direction="before",
-            limit=50,
-            projection=projection,
-            cursor=page["startCursor"],
-        )
+        page = read("before", 50, cursor=page["startCursor"])
         backwards = covered(page) + backwards
     assert sorted(backwards) == list(range(1, 1038))
     # oldest to newest with after + endCursor
-    _, page = raw.request(
-        "fetch_agent_timeline_request",
-        agentId=agent,
-        direction="after",
-        limit=64,
-        projection=projection,
-        cursor={"epoch": fake.timeline.epoch(agent), "seq": 0},
-    )
+    page = read("after", 64, cursor={"epoch": fake.timeline.epoch(agent), "seq": 0})
     forwards = covered(page)
     while page["hasNewer"]:
-        _, page = raw.request(
-            "fetch_agent_timeline_request",
-            agentId=agent,
-            direction="after",
-            limit=64,
-            projection=projection,
-            cursor=page["endCursor"],
-        )
+        page = read("after", 64, cursor=page["endCursor"])
         forwards += covered(page)
     assert sorted(forwards) == list(range(1, 1038))
     assert len(forwards) == len(set(forwards)) == len(backwards)
@@ -632,9 +505,9 @@ def test_paging_both_ways_over_1000_rows(make_fake, projection: str) -> None:
 # -- runs ----------------------------------------------------------------------------------------
 
 
-def test_create_and_run_as_recorded_on_broadcast(make_fake) -> None:
-    fake = make_fake(HostKind.BROADCAST)
-    raw = Raw(fake)
+def test_create_and_run_as_recorded_on_broadcast(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
+    raw = connect(fake)
     raw.request("fetch_agents_request", subscribe={})
     request_id = raw.call(
         "create_agent_request",
@@ -715,9 +588,9 @@ def test_create_and_run_as_recorded_on_broadcast(make_fake) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_create_without_prompt_and_failures(make_fake, kind: HostKind) -> None:
-    fake = make_fake(kind)
-    raw = Raw(fake)
+def test_create_without_prompt_and_failures(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
+    raw = connect(fake)
     _, created = raw.request("create_agent_request", config={"provider": "claude", "cwd": "/w", "title": " T "})
     assert (created["status"], created["agent"]["provider"], created["agent"]["title"]) == (
         "agent_created",
@@ -738,9 +611,9 @@ def test_create_without_prompt_and_failures(make_fake, kind: HostKind) -> None:
     raw.quiet()
 
 
-def test_lifecycle_create_is_idempotent(make_fake) -> None:
-    fake = make_fake(HostKind.CAPABLE)
-    raw = Raw(fake)
+def test_lifecycle_create_is_idempotent(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.CAPABLE)
+    raw = connect(fake)
     body = {"idempotencyKey": "k-1", "subscribe": True, "config": {"provider": "mock", "cwd": "/w"}}
     _, first = raw.request("agent.create.request", **body)
     creation = first["creation"]
@@ -775,11 +648,10 @@ def test_lifecycle_create_is_idempotent(make_fake) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_send_orders_the_row_before_the_reply(make_fake, kind: HostKind) -> None:
-    fake = make_fake(kind)
-    raw = Raw(fake)
-    agent = fake.agents.upsert()["id"]
-    tag = observe(raw, agent)
+def test_send_orders_the_row_before_the_reply(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
+    raw = connect(fake)
+    agent, tag = observed_agent(raw)
     request_id = raw.call(
         "send_agent_message_request", agentId=agent, text="emit 1 agent stream updates", messageId="m-1"
     )
@@ -806,13 +678,11 @@ def test_send_orders_the_row_before_the_reply(make_fake, kind: HostKind) -> None
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_send_interrupts_a_running_turn(make_fake, kind: HostKind) -> None:
-    fake = make_fake(kind)
-    raw = Raw(fake)
-    agent = fake.agents.upsert()["id"]
-    observe(raw, agent)
-    raw.call("send_agent_message_request", agentId=agent, text="please hold", messageId="m-1")
-    raw.until(lambda k, p: k == "agent_stream" and p["event"].get("item", {}).get("type") == "reasoning")
+def test_send_interrupts_a_running_turn(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
+    raw = connect(fake)
+    agent, _ = observed_agent(raw)
+    hold_a_turn(raw, agent)
     raw.call("send_agent_message_request", agentId=agent, text="emit 1 agent stream updates", messageId="m-2")
     (_, canceled), _ = raw.until(is_stream("turn_canceled"))
     assert canceled["event"]["reason"] == "Interrupted"
@@ -823,9 +693,9 @@ def test_send_interrupts_a_running_turn(make_fake, kind: HostKind) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_wait_for_finish(make_fake, kind: HostKind) -> None:
-    fake = make_fake(kind)
-    raw = Raw(fake)
+def test_wait_for_finish(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
+    raw = connect(fake)
     agent = fake.agents.upsert()["id"]
     _, unknown = raw.request("wait_for_finish_request", agentId="ghost")
     assert unknown == {
@@ -872,15 +742,13 @@ def test_wait_for_finish(make_fake, kind: HostKind) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_cancel(make_fake, kind: HostKind) -> None:
-    fake = make_fake(kind)
-    raw = Raw(fake)
-    agent = fake.agents.upsert()["id"]
-    observe(raw, agent)
+def test_cancel(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
+    raw = connect(fake)
+    agent, _ = observed_agent(raw)
     _, idle = raw.request("cancel_agent_request", agentId=agent)  # idle: answered with the idle agent
     assert (idle["agentId"], idle["agent"]["status"]) == (agent, "idle")
-    raw.call("send_agent_message_request", agentId=agent, text="please hold", messageId="m-1")
-    raw.until(lambda k, p: k == "agent_stream" and p["event"].get("item", {}).get("type") == "reasoning")
+    hold_a_turn(raw, agent)
     request_id = raw.call("cancel_agent_request", agentId=agent)
     (_, canceled), before = raw.reply(request_id)
     assert "turn_canceled" in events(before)
@@ -894,13 +762,11 @@ def test_cancel(make_fake, kind: HostKind) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_archive(make_fake, kind: HostKind) -> None:
-    fake = make_fake(kind)
-    raw = Raw(fake)
-    agent = fake.agents.upsert()["id"]
-    observe(raw, agent)
-    raw.call("send_agent_message_request", agentId=agent, text="please hold", messageId="m-1")
-    raw.until(lambda k, p: k == "agent_stream" and p["event"].get("item", {}).get("type") == "reasoning")
+def test_archive(fakes: Fake, connect: Connect, kind: HostKind) -> None:
+    fake = fakes(kind)
+    raw = connect(fake)
+    agent, _ = observed_agent(raw)
+    hold_a_turn(raw, agent)
     request_id = raw.call("archive_agent_request", agentId=agent)
     (kind_, archived), before = raw.reply(request_id)
     assert "turn_canceled" in events(before)
@@ -910,7 +776,7 @@ def test_archive(make_fake, kind: HostKind) -> None:
     kind_, error = raw.request("archive_agent_request", agentId="ghost")
     assert (kind_, error["code"]) == ("rpc_error", "handler_error")
     assert "Agent not found: ghost" in error["error"]
-    raw.until(lambda k, _: k == "activity_log")
+    raw.until("activity_log")
     # a later message unarchives
     raw.call("send_agent_message_request", agentId=agent, text="emit 1 agent stream updates", messageId="m-2")
     raw.until(is_stream("turn_completed"))
@@ -920,29 +786,26 @@ def test_archive(make_fake, kind: HostKind) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("behavior", ["allow", "deny"])
-def test_permission(make_fake, kind: HostKind, behavior: str) -> None:
-    fake = make_fake(kind)
-    raw, other = Raw(fake, "a"), Raw(fake, "b")
-    agent = fake.agents.upsert()["id"]
-    observe(raw, agent)
+def test_permission(fakes: Fake, connect: Connect, kind: HostKind, behavior: str) -> None:
+    fake = fakes(kind)
+    raw, other = connect(fake, "a"), connect(fake, "b")
+    agent, _ = observed_agent(raw)
     raw.call("send_agent_message_request", agentId=agent, text="ask permission", messageId="m-1")
     (_, asked), _ = raw.until(is_stream("permission_requested"))
     request = asked["event"]["request"]
     assert (request["provider"], request["kind"], request["id"].startswith("perm-")) == ("mock", "tool", True)
     assert fake.agents.get(agent)["pendingPermissions"] == [request]
-    raw.send(
-        session(
-            "agent_permission_response",
-            agentId=agent,
-            requestId=request["id"],
-            response={"behavior": behavior, "selectedActionId": "x"},
-        )
+    raw.send_session(
+        "agent_permission_response",
+        agentId=agent,
+        requestId=request["id"],
+        response={"behavior": behavior, "selectedActionId": "x"},
     )
     (_, resolved), _ = raw.until(is_stream("permission_resolved"))
     assert resolved["event"]["requestId"] == request["id"]
     assert resolved["event"]["resolution"] == {"behavior": behavior, "selectedActionId": "x"}
     if kind is not HostKind.SELECTIVE:  # capable: to the socket that answered; broadcast: to every socket
-        (_, push), _ = raw.until(lambda k, _: k == "agent_permission_resolved")
+        (_, push), _ = raw.until("agent_permission_resolved")
         assert push == {"agentId": agent, "requestId": request["id"], "resolution": resolved["event"]["resolution"]}
     end = "turn_completed" if behavior == "allow" else "turn_canceled"
     (_, finished), rest = raw.until(lambda k, p: k == "agent_stream" and p["event"]["type"].startswith("turn_"))
@@ -952,12 +815,12 @@ def test_permission(make_fake, kind: HostKind, behavior: str) -> None:
     raw.settle(agent)
     assert fake.agents.get(agent)["pendingPermissions"] == []
     if kind is HostKind.BROADCAST:
-        assert other.until(lambda k, _: k == "agent_permission_resolved")[0][1]["requestId"] == request["id"]
+        assert other.until("agent_permission_resolved")[0][1]["requestId"] == request["id"]
 
 
-def test_scripts_chunk_delay_and_close(make_fake) -> None:
-    fake = make_fake(HostKind.BROADCAST)
-    raw = Raw(fake)
+def test_scripts_chunk_delay_and_close(fakes: Fake, connect: Connect) -> None:
+    fake = fakes(HostKind.BROADCAST)
+    raw = connect(fake)
     agent = fake.agents.upsert()["id"]
     fake.runs.script(
         agent, [{"type": "assistant_message", "text": "sc"}, {"type": "assistant_message", "text": "ripted"}]

@@ -1,0 +1,79 @@
+"""``python -m bench [--quick] [--json PATH]``: every figure side by side with its baseline.
+
+Prints a table (figure, value, target, whether it holds) and writes the figures as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+
+from bench.measures import (
+    Figure,
+    import_time,
+    memory_per_subscription,
+    request_latency,
+    routing_scale,
+    stream_throughput,
+    timed,
+)
+from bench.measures_load import reconnect_restore, rss_growth, slow_consumer
+
+SIZES = {
+    "quick": {"stream": 20_000, "latency": 300, "subs": 1000, "rss": 100_000, "slow": 2_000, "restore": 100},
+    "full": {"stream": 200_000, "latency": 3000, "subs": 1000, "rss": 1_000_000, "slow": 50_000, "restore": 100},
+    "tiny": {"stream": 500, "latency": 20, "subs": 20, "rss": 50_000, "slow": 100, "restore": 5},
+}
+
+
+def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
+    return [
+        lambda: stream_throughput(size["stream"]),
+        lambda: request_latency(size["latency"]),
+        lambda: routing_scale(size["stream"]),
+        lambda: reconnect_restore(size["restore"]),
+        lambda: rss_growth(size["rss"]),
+        lambda: memory_per_subscription(size["subs"]),
+        lambda: slow_consumer(size["slow"]),
+        import_time,
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes: under a minute")
+    parser.add_argument("--tiny", action="store_true", help="smallest sizes (the test suite's smoke run)")
+    parser.add_argument("--json", default="bench/results/latest.json", help="where to write the figures")
+    args = parser.parse_args(argv)
+    mode = "tiny" if args.tiny else "quick" if args.quick else "full"
+    figures = []
+    started = time.perf_counter()
+    for measure in plan(SIZES[mode]):
+        figure = timed(measure)
+        figures.append(figure)
+        mark = "ok  " if figure.ok else "MISS"
+        print(f"{mark} {figure.name:<42} {figure.value:>10.2f} {figure.unit:<4} target {figure.target}", flush=True)
+        print(f"     {json.dumps(figure.detail, sort_keys=True)}", flush=True)
+    report = {
+        "mode": mode,
+        "python": sys.version.split()[0],
+        "machine": platform.platform(),
+        "seconds": round(time.perf_counter() - started, 1),
+        "figures": [attrs.asdict(figure) for figure in figures],
+    }
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"{sum(f.ok for f in figures)} of {len(figures)} targets hold ({report['seconds']} s); figures in {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
