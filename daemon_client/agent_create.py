@@ -99,7 +99,12 @@ def build_create_message(
     if lifecycle:
         message["idempotencyKey"] = idempotency_key or str(uuid.uuid4())
         message["subscribe"] = True
-    elif idempotency_key is not None and _receipts_allowed(info, message):
+    elif idempotency_key is not None:
+        if not _receipts_allowed(info, message):
+            raise UnsupportedByHost(
+                "Update the host to create agents idempotently (this daemon takes an idempotency key only with "
+                "features.agentRequestReceipts and no prompt or image): retrying could create a second agent."
+            )
         message["idempotencyKey"] = idempotency_key
     return message
 

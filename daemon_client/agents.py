@@ -181,7 +181,10 @@ class AgentsNamespace:
         with self._handles_lock:
             handle = self._handles.get(agent_id)
             if handle is None:
-                handle = AgentHandle(self, agent_id, snapshot)
+                known = None if snapshot is not None else self._manager.find(agent_id)
+                handle = AgentHandle(self, agent_id, snapshot or (known.agent if known is not None else None))
+                if known is not None:
+                    handle._project = known.project
                 self._handles[agent_id] = handle
         if snapshot is not None and handle.current() is None:
             handle._seen(snapshot)

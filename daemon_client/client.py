@@ -66,7 +66,8 @@ class Client:
         app_version: the Paseo version announced in ``hello`` (not this package's).
         connect_timeout: seconds from opening the socket to ``server_info``.
         request_timeout: default timeout of requests without a per-family default.
-        reconnect: :class:`ReconnectPolicy`. heartbeat: :class:`Heartbeat`.
+        reconnect: the :class:`ReconnectPolicy`.
+        heartbeat: the :class:`Heartbeat` settings.
         callback_executor: ``None`` (a dispatcher thread), ``"manual"`` (callbacks
             run inside :meth:`process_events`), or ``post(fn)`` for GUI loops.
         on_callback_error: called with every exception a callback raises.

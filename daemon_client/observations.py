@@ -48,6 +48,7 @@ from daemon_client.memo import Memo
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.registry import RouteTable
+from daemon_client.requests import CallbackFuture
 
 S = TypeVar("S")  # a list result (snapshot)
 U = TypeVar("U")  # a typed update message
@@ -112,7 +113,7 @@ class DirectoryObservation(Generic[S]):
         self.state = ObservationState.ESTABLISHING
         self._subscription_id: str | None = None
         self.capable = False
-        self.ready: Future[S] = Future()
+        self.ready: Future[S] = CallbackFuture(manager.dispatcher.post)
         """Resolves to the first snapshot; fails if establishment fails or the client closes."""
         self.error: BaseException | None = None
         self._callbacks: tuple[Callbacks, ...] = ()
@@ -291,6 +292,17 @@ class DirectoryManager(Generic[S, U, E]):
         self._routes.remove(observation.subscription_id)
         if not observation.ready.done():
             observation.ready.set_exception(error)
+
+    def find(self, key: str) -> E | None:
+        """The entry ``key`` in a live observation's current view, if any holds it."""
+        with self._lock:
+            observations = list(self._observations)
+        for observation in observations:
+            view = observation._view
+            if observation.state is ObservationState.LIVE and view is not None and key in view:
+                entry: E = view[key]
+                return entry
+        return None
 
     def add_listener(self, listener: Callable[[Any], object]) -> Callable[[], None]:
         """A local listener: every update routed to a live observation, once per message."""

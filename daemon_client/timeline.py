@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from daemon_client.dispatch import Dispatcher
 
 DIRECTIONS = ("tail", "before", "after")
+CLIENT_CLOSED = "Daemon client closed"
 PROJECTIONS = ("projected", "canonical")
 
 
@@ -174,7 +175,7 @@ class TimelineStream:
                 continue
             if isinstance(update.event, SubscriptionError):
                 self._ended.set()
-                if "closed" in update.event.error:
+                if update.event.error == CLIENT_CLOSED:
                     raise ClientClosed(update.event.error)
             return update
 

@@ -164,7 +164,8 @@ class WorkspacesNamespace:
         with self._handles_lock:
             handle = self._handles.get(workspace_id)
             if handle is None:
-                handle = WorkspaceHandle(self, workspace_id, snapshot)
+                known = None if snapshot is not None else self._manager.find(workspace_id)
+                handle = WorkspaceHandle(self, workspace_id, snapshot or known)
                 self._handles[workspace_id] = handle
         if snapshot is not None and handle.current() is None:
             handle._seen(snapshot)

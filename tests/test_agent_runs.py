@@ -134,3 +134,11 @@ def test_cancel_of_an_agent_the_old_daemon_does_not_know_times_out(connected) ->
     _, client = connected("broadcast")
     with pytest.raises(dc.RequestTimeout, match="cancel_agent_request"):
         client.agents.ref("not-loaded").cancel(timeout=0.2)
+
+
+def test_an_idempotency_key_the_host_cannot_honour_is_refused(connected) -> None:
+    fake, client = connected("broadcast")
+    before = len(fake.received)
+    with pytest.raises(dc.UnsupportedByHost, match="idempotently"):
+        client.agents.create(dc.AgentConfig(provider="mock"), cwd="/home/dev", prompt="hi", idempotency_key="k-1")
+    assert len(fake.received) == before

@@ -463,3 +463,16 @@ def test_observation_is_a_context_manager(connected, kind: str) -> None:
     assert observation.current() is not None  # the last view stays readable
     released = _frames(fake, "subscription.release.request")
     assert len(released) == (1 if kind == "capable" else 0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_new_handles_start_from_what_live_observations_hold(connected, kind: str) -> None:
+    fake, client = connected(kind)
+    agent_id = fake.agents.upsert(title="already seen")["id"]
+    workspace = client.workspaces.open("/home/dev/projects/seen")
+    client.agents.list(subscribe=True)
+    client.workspaces.list(subscribe=True)
+    client.ping()
+    assert client.flush_callbacks()
+    assert client.agents.ref(agent_id).title == "already seen"
+    assert client.workspaces.ref(workspace.id).directory == "/home/dev/projects/seen"
