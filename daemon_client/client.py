@@ -17,9 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from daemon_client.agents import AGENTS, AgentsNamespace
 from daemon_client.config import (
     DEFAULT_APP_VERSION,
     Heartbeat,
@@ -30,28 +29,25 @@ from daemon_client.config import (
 )
 from daemon_client.connection import Connection, ConnectionOptions
 from daemon_client.dispatch import CallbackExecutor, Dispatcher, next_name
-from daemon_client.events import EventManager
-from daemon_client.membership import MembershipManager
-from daemon_client.observations import DirectoryFamily, DirectoryManager, E, S, U
-from daemon_client.projects import EVENT as PROJECTS_EVENT
-from daemon_client.projects import ProjectsNamespace
+from daemon_client.namespaces import Namespaces
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionPong
 from daemon_client.protocol.replies import default_timeout_for
-from daemon_client.providers import EVENT as PROVIDERS_EVENT
-from daemon_client.providers import ProvidersNamespace
 from daemon_client.registry import PushHandler, PushRegistry
 from daemon_client.requests import RequestTable
 from daemon_client.state import ConnectionState, StateListener
-from daemon_client.timeline_routing import TIMELINE, TimelineManager
 from daemon_client.timers import TimerThread
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
 from daemon_client.transport.websocket import WebSocketTransport
-from daemon_client.workspaces import WORKSPACES, WorkspacesNamespace
+
+if TYPE_CHECKING:
+    from daemon_client.agents import AgentsNamespace
+    from daemon_client.projects import ProjectsNamespace
+    from daemon_client.providers import ProvidersNamespace
+    from daemon_client.workspaces import WorkspacesNamespace
 
 _CLOSED_GRACE = 1.0
-M = TypeVar("M", bound=MembershipManager[Any])
 
 
 class Client:
@@ -138,52 +134,27 @@ class Client:
             name=self._name,
             logger=self._log.getChild("connection"),
         )
-        self._agent_directory = self._directory_manager(AGENTS)
-        self._workspace_directory = self._directory_manager(WORKSPACES)
-        self._timelines = self._membership(TimelineManager(TIMELINE, **self._membership_parts()))
-        self._pushes.set_router("agent_stream", self._timelines.route_stream)
-        self._pushes.set_router("agent.timeline.replacement", self._timelines.route_replacement)
-        self._events = self._membership(EventManager(**self._membership_parts()))
-        for event in (PROVIDERS_EVENT, PROJECTS_EVENT):
-            self._pushes.set_router(event, self._events.route_event)
-        self.agents = AgentsNamespace(self, self._agent_directory, self._timelines)
-        """The agent directory, its observations and agent handles."""
-        self.workspaces = WorkspacesNamespace(self, self._workspace_directory)
+        self._namespaces = Namespaces(self)
+
+    @property
+    def agents(self) -> AgentsNamespace:
+        """The agent directory, its observations, agent handles and timelines."""
+        return self._namespaces.agents()
+
+    @property
+    def workspaces(self) -> WorkspacesNamespace:
         """The workspace directory, its observations and workspace handles."""
-        self.providers = ProvidersNamespace(self, self._events)
+        return self._namespaces.workspaces()
+
+    @property
+    def providers(self) -> ProvidersNamespace:
         """The provider catalog: reads, updates, ``wait_for_ready``."""
-        self.projects = ProjectsNamespace(self, self._events)
+        return self._namespaces.providers()
+
+    @property
+    def projects(self) -> ProjectsNamespace:
         """The project list, its updates and a live cache."""
-
-    def _membership_parts(self) -> dict[str, Any]:
-        connection = self._connection
-        return {
-            "submit": connection.submit,
-            "server_info": lambda: connection.server_info,
-            "reset_transport": connection.reset_transport,
-            "dispatcher": self._dispatcher,
-        }
-
-    def _membership(self, manager: M) -> M:
-        connection = self._connection
-        connection.add_restore_hook(manager.restore)
-        connection.add_disconnect_hook(manager.on_disconnect)
-        connection.add_close_hook(manager.release_for_close)
-        return manager
-
-    def _directory_manager(self, family: DirectoryFamily[S, U, E]) -> DirectoryManager[S, U, E]:
-        connection = self._connection
-        manager = DirectoryManager(
-            family,
-            submit=connection.submit,
-            host_kind=lambda: connection.host_kind,
-            reset_transport=connection.reset_transport,
-            dispatcher=self._dispatcher,
-        )
-        self._pushes.set_router(family.update_type, manager.route)
-        connection.add_restore_hook(manager.restore)
-        connection.add_close_hook(manager.release_all_for_close)
-        return manager
+        return self._namespaces.projects()
 
     # ------------------------------------------------------------------ lifecycle
     def connect(self, timeout: float | None = None) -> ServerInfo:
@@ -206,10 +177,7 @@ class Client:
         :class:`~daemon_client.errors.CallbackError` for callback errors not raised yet.
         """
         self._connection.close(timeout)
-        self._agent_directory.dispose()
-        self._workspace_directory.dispose()
-        self._timelines.dispose()
-        self._events.dispose()
+        self._namespaces.dispose()
         self._timers.stop(timeout)
         self._dispatcher.stop(timeout)
         if not self._dispatcher.on_dispatch_thread():

@@ -149,6 +149,26 @@ class Connection(ReaderLoop):
 
         return remove
 
+    def add_hooks(
+        self,
+        restore: RestoreHook,
+        *,
+        disconnect: DisconnectHook | None = None,
+        close: CloseHook | None = None,
+    ) -> None:
+        """Register an observation family's hooks at any time. If the current connection
+        already completed its handshake, ``restore(kind, False)`` runs now (on this thread),
+        so that the family learns the host kind without waiting for a reconnect."""
+        with self._lock:
+            self._restore_hooks.append(restore)
+            if disconnect is not None:
+                self._disconnect_hooks.append(disconnect)
+            if close is not None:
+                self._close_hooks.append(close)
+            kind = self._host_kind if self._handshaken else None
+        if kind is not None:
+            restore(kind, False)
+
     def add_restore_hook(self, hook: RestoreHook) -> None:
         """Run ``hook(host_kind, reconnected)`` on the reader thread after each handshake, before
         queued requests are written. Internal code only: it must not block."""
