@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from daemon_client.errors import DaemonClientError
 from daemon_client.membership import Membership, MembershipFamily, MembershipManager
 from daemon_client.protocol.models import SessionMessage
 
@@ -55,7 +54,7 @@ class EventSubscription(Membership):
     def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
         try:
             value = parsed()
-        except DaemonClientError as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
             _log.warning("unreadable %s skipped: %s", message.type, exc)
             return
         self._manager.dispatcher.invoke(self._handler, value)

@@ -196,7 +196,7 @@ class DirectoryObservation(Generic[S]):
             return
         try:
             result = snapshot.get()
-        except DaemonClientError as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
             _log.warning("%r: unreadable snapshot skipped: %s", self, exc)
             return
         family = self._manager.family
@@ -215,7 +215,7 @@ class DirectoryObservation(Generic[S]):
             return
         try:
             typed = message.get()
-        except DaemonClientError as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
             _log.warning("%r: unreadable update skipped: %s", self, exc)
             return
         if self._view is not None:
@@ -429,7 +429,7 @@ class DirectoryManager(Generic[S, U, E]):
     def _notify_listeners(self, listeners: tuple[Callable[[Any], object], ...], memo: Memo[Any]) -> None:
         try:
             typed = memo.get()
-        except DaemonClientError:
+        except Exception:  # noqa: BLE001 - a bad payload, not user code
             return
         for listener in listeners:
             self.dispatcher.invoke(listener, typed)

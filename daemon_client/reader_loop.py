@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.errors import ClientClosed, ConnectionLost, ConnectTimeout, DaemonClientError
+from daemon_client.errors import ClientClosed, ConnectionLost, ConnectTimeout, DaemonClientError, ProtocolError
 from daemon_client.handshake import Failure, failure_for_close, failure_for_rejection
 from daemon_client.protocol.codec import (
     PING_FRAME,
@@ -29,6 +29,7 @@ from daemon_client.protocol.codec import (
 )
 from daemon_client.protocol.hosts import HostKind, decide_host_kind
 from daemon_client.protocol.models import HelloRejected, Pong, ServerInfo, SessionMessage
+from daemon_client.protocol.replies import is_reply
 from daemon_client.requests import settle
 from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import ConnectParams, FrameRejected, Transport, TransportClosed, TransportError
@@ -270,13 +271,17 @@ class ReaderLoop:
         try:
             frame = decode_frame(text)
         except MalformedFrame as exc:
-            self._log.warning("skipped a malformed frame (%s): %s", exc, preview(text))
+            self._log.warning("skipped a malformed frame (%s): %s", preview(str(exc), 200), preview(text))
             return False
         if isinstance(frame, SessionMessage):
             message_type, payload = frame
             request_id = payload.get("requestId")
-            if request_id is not None and self._requests.resolve(request_id, message_type, payload):
-                return False
+            if request_id is not None:
+                if self._requests.resolve(request_id, message_type, payload):
+                    return False
+                if is_reply(message_type, payload):  # late, duplicate, or another socket's reply
+                    self._frame_log.debug("dropped a reply to unknown request %s", preview(repr(request_id), 80))
+                    return False
             if message_type == "status":
                 status = payload.get("status")
                 if status == "server_info":
@@ -287,6 +292,10 @@ class ReaderLoop:
         elif isinstance(frame, Pong):
             self._heartbeat.on_pong()
         elif isinstance(frame, HelloRejected):
+            if self._handshaken:  # only meaningful during a handshake: a stray one is ignored
+                self._log.warning("ignored a hello.rejected after the handshake: %s", preview(frame.reason, 80))
+                return False
+            frame = HelloRejected(reason=preview(frame.reason, 80), accepts=frame.accepts)
             self._rejection = frame
             self._log.warning("hello rejected: %s", frame.reason)
             failure = failure_for_rejection(frame, self._opts.password)
@@ -295,11 +304,24 @@ class ReaderLoop:
                 1.0, lambda: self._abort(failure, code=1000, close_reason="Hello rejected", only=transport)
             )
         else:
-            self._log.debug("ignored a frame of unknown type %r", frame.type)
+            self._log.debug("ignored a frame of unknown type %s", preview(repr(frame.type), 80))
         return False
 
     def _on_server_info(self, payload: dict[str, Any]) -> bool:
-        info = parse_server_info(payload)
+        try:
+            info = parse_server_info(payload)
+        except ProtocolError as exc:
+            if self._handshaken:
+                self._log.warning("ignored an unreadable server_info: %s", preview(str(exc), 200))
+                return False
+            failure = Failure(
+                ProtocolError(f"The daemon's server_info is unreadable: {preview(str(exc), 200)}"), terminal=True
+            )
+            transport = self._transport
+            self._timers.schedule(
+                0, lambda: self._abort(failure, code=1002, close_reason="Bad server_info", only=transport)
+            )
+            return False
         if self._handshaken:
             self._server_info = info  # a later server_info updates the cache, not the host kind
             return False

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Generic, TypeVar
 
+from daemon_client.protocol.codec import preview
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.requests import settle
 
@@ -91,7 +92,7 @@ class PushRegistry:
         handlers = table.get(message.type, ()) + table.get(_ALL, ())
         if not handlers:
             if router is None:
-                _log.debug("no listener for %s", message.type)
+                _log.debug("no listener for %s", preview(message.type, 80))
             return
         post = self._post
         for handler in handlers:

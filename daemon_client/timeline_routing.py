@@ -15,7 +15,6 @@ from typing import Any
 
 import attrs
 
-from daemon_client.errors import DaemonClientError
 from daemon_client.membership import Membership, MembershipAck, MembershipFamily, MembershipManager, State, deliver
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.timeline import (
@@ -63,7 +62,7 @@ class TimelineSubscription(Membership):
             return
         try:
             update: TimelineUpdate = parsed()
-        except DaemonClientError as exc:
+        except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
             _log.warning("unreadable agent_stream frame skipped: %s", exc)
             return
         if update.subscription_id != self.subscription_id:  # shared by several handles of one agent

@@ -141,7 +141,7 @@ def decode_frame(text: str) -> InboundFrame:
     try:
         obj = _loads(text)
     except ValueError as exc:
-        raise MalformedFrame(f"frame is not valid JSON ({exc})") from None
+        raise MalformedFrame(f"frame is not valid JSON ({preview(str(exc), 120)})") from None
     if type(obj) is not dict:
         raise MalformedFrame("frame is not a JSON object")
     kind = obj.get("type")
@@ -156,7 +156,7 @@ def decode_frame(text: str) -> InboundFrame:
         if payload is None:
             payload = {key: value for key, value in message.items() if key != "type"}
         elif type(payload) is not dict:
-            raise MalformedFrame(f"{message_type} payload is not an object")
+            raise MalformedFrame(f"{preview(message_type, 80)} payload is not an object")
         return SessionMessage(message_type, payload)
     if kind == "pong":
         return _PONG

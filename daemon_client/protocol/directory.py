@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.workspaces import WorkspaceDescriptor, WorkspaceProjectDescriptor
@@ -200,6 +201,16 @@ class DirectoryMessage(Generic[P]):
     payload: P
 
 
+def _items(payload: Mapping[str, Any], key: str) -> list[Any]:
+    """``payload[key]`` as a list (absent or null: empty); ``ProtocolError`` for anything else."""
+    value = payload.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ProtocolError(f"{key} is {type(value).__name__}, not a list")
+    return value
+
+
 def _optional(payload: Mapping[str, Any], key: str, cls: type[P]) -> P | None:
     value = payload.get(key)
     return structure(value, cls) if isinstance(value, Mapping) else None
@@ -216,9 +227,8 @@ def _sync(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def parse_agent_list(payload: Mapping[str, Any]) -> AgentListResult:
     """``fetch_agents_response`` payload → :class:`AgentListResult` (no subscription attached)."""
-    entries = payload.get("entries") or []
     return AgentListResult(
-        entries=tuple(structure(entry, AgentEntry) for entry in entries),
+        entries=tuple(structure(entry, AgentEntry) for entry in _items(payload, "entries")),
         page_info=_page_info(payload),
         sync=_sync(payload),
     )
@@ -227,10 +237,10 @@ def parse_agent_list(payload: Mapping[str, Any]) -> AgentListResult:
 def parse_workspace_list(payload: Mapping[str, Any]) -> WorkspaceListResult:
     """``fetch_workspaces_response`` payload → :class:`WorkspaceListResult`."""
     return WorkspaceListResult(
-        entries=tuple(structure(entry, WorkspaceDescriptor) for entry in payload.get("entries") or []),
+        entries=tuple(structure(entry, WorkspaceDescriptor) for entry in _items(payload, "entries")),
         page_info=_page_info(payload),
         empty_projects=tuple(
-            structure(project, WorkspaceProjectDescriptor) for project in payload.get("emptyProjects") or []
+            structure(project, WorkspaceProjectDescriptor) for project in _items(payload, "emptyProjects")
         ),
         sync=_sync(payload),
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from daemon_client.errors import ProtocolError
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor
 
@@ -50,10 +51,18 @@ class ProjectUpdate:
     subscription_id: str | None = None
 
 
+def _list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ProtocolError(f"projects is {type(value).__name__}, not a list")
+    return value
+
+
 def parse_list(payload: Mapping[str, Any]) -> ProjectList:
     sync = payload.get("sync")
     return ProjectList(
-        projects=tuple(structure(p, WorkspaceProjectDescriptor) for p in payload.get("projects") or []),
+        projects=tuple(structure(p, WorkspaceProjectDescriptor) for p in _list(payload.get("projects"))),
         sync=structure(sync, ProjectSync) if isinstance(sync, Mapping) else None,
     )
 

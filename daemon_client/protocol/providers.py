@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentMode
 from daemon_client.protocol.codec import structure
 
@@ -104,7 +105,10 @@ class AvailableProvider:
 
 
 def _entries(payload: Mapping[str, Any]) -> tuple[ProviderEntry, ...]:
-    return tuple(structure(entry, ProviderEntry) for entry in payload.get("entries") or [])
+    entries = payload.get("entries")
+    if entries is not None and not isinstance(entries, list):
+        raise ProtocolError(f"entries is {type(entries).__name__}, not a list")
+    return tuple(structure(entry, ProviderEntry) for entry in entries or [])
 
 
 def _text(value: Any) -> str | None:

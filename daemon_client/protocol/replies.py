@@ -83,3 +83,16 @@ def default_timeout_for(request_type: str, fallback: float) -> float:
     if request_type.startswith("set_agent_") and request_type.endswith("_request"):
         return 15.0
     return _TIMEOUTS.get(request_type, fallback)
+
+
+_REPLY_TYPES = frozenset(
+    {"rpc_error", "pong", "agent_archived", "agent_deleted", "terminals_changed", "set_voice_mode_response"}
+)
+
+
+def is_reply(message_type: str, payload: dict[str, object]) -> bool:
+    """Whether a message carrying a ``requestId`` is a reply (rather than a push that happens to
+    carry one, like ``agent_permission_resolved``): replies to unknown requests are dropped."""
+    if message_type in _REPLY_TYPES or message_type.endswith(("_response", ".response", "/response")):
+        return True
+    return message_type == "status" and payload.get("status") != "server_info"
