@@ -94,6 +94,8 @@ class Client:
     ) -> None:
         if connect_timeout <= 0 or request_timeout <= 0:
             raise ValueError("timeouts must be > 0")
+        if isinstance(max_frame_bytes, bool) or not isinstance(max_frame_bytes, int) or max_frame_bytes < 4096:
+            raise ValueError(f"max_frame_bytes must be an integer of at least 4096, got {max_frame_bytes!r}")
         self._log = logger or logging.getLogger("daemon_client")
         warning = check_app_version(app_version)
         if warning:

@@ -62,7 +62,7 @@ class ConnectionOptions:
     url: str
     client_id: str
     app_version: str
-    password: str | None
+    password: str | None = attrs.field(repr=False)
     connect_timeout: float
     reconnect: ReconnectPolicy
     heartbeat: Heartbeat

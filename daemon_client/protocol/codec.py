@@ -140,6 +140,8 @@ def decode_frame(text: str) -> InboundFrame:
     """Decode one inbound text frame (reader thread). Raises :class:`MalformedFrame`."""
     try:
         obj = _loads(text)
+    except RecursionError:
+        raise MalformedFrame("frame is nested too deeply") from None
     except ValueError as exc:
         raise MalformedFrame(f"frame is not valid JSON ({preview(str(exc), 120)})") from None
     if type(obj) is not dict:

@@ -38,6 +38,21 @@ _JOIN_TIMEOUT = 5.0
 _BIND_RETRY_SECONDS = 2.0
 
 
+class _NoCredentials(logging.Filter):
+    """Drops websockets' header lines that carry credentials (Authorization, bearer subprotocol)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage().lower()
+        return "authorization" not in text and "paseo.bearer." not in text
+
+
+def _websockets_logger() -> logging.Logger:
+    logger = logging.getLogger("daemon_client.testing.loopback.websockets")
+    if not any(isinstance(f, _NoCredentials) for f in logger.filters):
+        logger.addFilter(_NoCredentials())
+    return logger
+
+
 class _WsSocket:
     """Adapts a websockets ``ServerConnection`` to the engine's ``ServerSocket``."""
 
@@ -134,7 +149,7 @@ class LoopbackFrontend:
             open_timeout=5.0,
             close_timeout=2.0,
             ssl=self._ssl_context,
-            logger=logging.getLogger("daemon_client.testing.loopback.websockets"),
+            logger=_websockets_logger(),
         )
         original = server.handler
 

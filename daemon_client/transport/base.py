@@ -49,8 +49,8 @@ class ConnectParams:
 
     url: str
     timeout: float
-    headers: Mapping[str, str] = attrs.field(factory=dict)
-    subprotocols: Sequence[str] = ()
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)  # may carry credentials
+    subprotocols: Sequence[str] = attrs.field(default=(), repr=False)
     ssl_context: ssl.SSLContext | None = None
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
 

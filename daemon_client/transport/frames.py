@@ -24,6 +24,7 @@ OP_CLOSE = 0x8
 OP_PING = 0x9
 OP_PONG = 0xA
 READ_SIZE = 256 * 1024
+MAX_DECLARED = 1 << 40  # a declared length beyond this (1 TiB) is a corrupt stream, not a frame
 _U16 = struct.Struct("!H")
 _U64 = struct.Struct("!Q")
 
@@ -58,7 +59,7 @@ class FrameReader:
             self._pos = 0
         while len(self._buffer) - self._pos < need:
             try:
-                chunk = self._sock.recv(max(READ_SIZE, need))
+                chunk = self._sock.recv(max(READ_SIZE, min(need, 16 * READ_SIZE)))
             except OSError as exc:
                 raise TransportClosed(None, str(exc) or "connection dropped") from exc
             if not chunk:
@@ -99,6 +100,8 @@ class FrameReader:
                 (length,) = _U16.unpack(self._take(2))
             elif length == 127:
                 (length,) = _U64.unpack(self._take(8))
+            if length > MAX_DECLARED:
+                raise TransportError(f"frame declares {length} bytes: the stream is corrupt")
             mask = self._take(4) if second & 0x80 else b""
             if opcode >= OP_CLOSE:
                 if not fin or length > 125:

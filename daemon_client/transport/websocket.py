@@ -48,12 +48,15 @@ class WebSocketTransport:
 
     @property
     def selected_subprotocol(self) -> str | None:
-        sub = self._ws.getsubprotocol() if self._ws.connected else None
-        return str(sub) if sub is not None else None
+        headers = self._ws.getheaders() if self._ws.connected else None
+        value = headers.get("sec-websocket-protocol") if headers else None
+        return str(value) if value is not None else None
 
     def connect(self, params: ConnectParams) -> None:
         self._max_frame_bytes = params.max_frame_bytes
         headers = [f"{name}: {value}" for name, value in params.headers.items()]
+        if params.subprotocols:  # as a plain header: websocket-client would log a mismatch, password and all
+            headers.append(f"Sec-WebSocket-Protocol: {', '.join(params.subprotocols)}")
         if params.ssl_context is not None:
             self._ws = wsc.WebSocket(
                 sslopt={"context": params.ssl_context}, skip_utf8_validation=True, enable_multithread=False
@@ -62,7 +65,6 @@ class WebSocketTransport:
             self._ws.connect(  # type: ignore[no-untyped-call]
                 params.url,
                 header=headers,
-                subprotocols=list(params.subprotocols) or None,
                 timeout=params.timeout,
                 suppress_origin=True,
             )

@@ -1,0 +1,1 @@
+"""Reliability tests: drops, restarts, dead connections, bad input, concurrency, soak."""
