@@ -13,15 +13,14 @@ Owns the server-side directory observations (protocol.md 3.2 and 4.4-4.8) and th
   the slot lives as long as the session (transcripts 03, 11 and 12).
 
 Handlers run on connection reader threads and store mutations on test threads. One lock
-(:attr:`FakeDirectory.lock`) guards the stores and observations; every frame is queued while it
-is held and sent afterwards by :meth:`FakeDirectory.flush` in queue order, so deliveries follow
-mutation order and a reply queued after an update is sent after it. No frame is sent under the lock.
+(:attr:`FakeDirectory.lock`) guards the stores and observations; every frame is queued on an
+:class:`~daemon_client.testing.fake_outbox.Outbox` while it is held and sent afterwards by
+:meth:`FakeDirectory.flush` in queue order, so deliveries follow mutation order and a reply
+queued after an update is sent after it. No frame is sent under the lock.
 """
 
 from __future__ import annotations
 
-import collections
-import logging
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -49,6 +48,7 @@ from daemon_client.testing.fake_directory_query import (
     workspace_sort_value,
 )
 from daemon_client.testing.fake_directory_stores import AgentEntry, AgentStore, MsClock, WorkspaceStore
+from daemon_client.testing.fake_outbox import Outbox
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake_connection import FakeConnection
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from daemon_client.testing.fake_handlers import HandlerRegistry, RequestContext
 
 __all__ = ["DirectoryObservation", "FakeDirectory", "Family", "ReleaseHook"]
-
-_log = logging.getLogger("daemon_client.testing.fake_daemon")
 
 Family = Literal["agents", "workspaces"]
 ReleaseHook = Callable[["FakeConnection", str], None]
@@ -108,11 +106,9 @@ class FakeDirectory:
         self.core = core
         self.host_kind: HostKind = core.config.host_kind
         self.lock = threading.Lock()
-        self._idle = threading.Condition(self.lock)
         self._clock = MsClock()
         self._observations: list[_Observation] = []
-        self._outbox: collections.deque[Callable[[], None]] = collections.deque()
-        self._draining = False
+        self._outbox = Outbox(self.lock, "directory")
         self._release_hooks: list[ReleaseHook] = []
         self.agents = AgentStore(self)
         self.workspaces = WorkspaceStore(self)
@@ -148,53 +144,21 @@ class FakeDirectory:
 
     def agent_changed_locked(self, agent_id: str, entry: AgentEntry | None) -> None:
         active = self._active_cwds_locked()
-        for observation in self._live_locked("agents"):
-            matches = entry is not None and self._agent_in(observation, entry, active)
-            if matches and entry is not None:
-                observation.known.add(agent_id)
-                payload: dict[str, Any] = {"kind": "upsert", "agent": entry[0], "project": entry[1]}
-            elif observation.legacy or agent_id in observation.known:
-                observation.known.discard(agent_id)
-                payload = {"kind": "remove", "agentId": agent_id}
-            else:
-                continue
-            self._queue_update_locked(observation, "agent_update", payload)
+        upsert = None if entry is None else ({"agent": entry[0], "project": entry[1]},
+                                             lambda o: self._agent_in(o, entry, active))  # fmt: skip
+        self._changed_locked("agents", agent_id, upsert, {"agentId": agent_id})
 
     def workspace_changed_locked(self, workspace_id: str, workspace: dict[str, Any] | None) -> None:
-        for observation in self._live_locked("workspaces"):
-            if workspace is not None and self._workspace_in(observation, workspace):
-                observation.known.add(workspace_id)
-                payload: dict[str, Any] = {"kind": "upsert", "workspace": workspace}
-            elif observation.legacy or workspace_id in observation.known:
-                observation.known.discard(workspace_id)
-                payload = {"kind": "remove", "id": workspace_id}
-            else:
-                continue
-            self._queue_update_locked(observation, "workspace_update", payload)
+        upsert = None if workspace is None else ({"workspace": workspace}, lambda o: self._workspace_in(o, workspace))
+        self._changed_locked("workspaces", workspace_id, upsert, {"id": workspace_id})
 
     def flush(self) -> None:
         """Send queued frames in order. One thread drains at a time; others return at once."""
-        with self.lock:
-            if self._draining:
-                return
-            self._draining = True
-        while True:
-            with self.lock:
-                if not self._outbox:
-                    self._draining = False
-                    self._idle.notify_all()
-                    return
-                action = self._outbox.popleft()
-            try:
-                action()
-            except Exception:  # noqa: BLE001 - one failed send must not stop the others
-                _log.exception("fake daemon: directory delivery failed")
+        self._outbox.flush()
 
     def wait_idle(self, timeout: float = 5.0) -> None:
         """Block until every queued directory frame has been written; ``TimeoutError`` otherwise."""
-        with self._idle:
-            if not self._idle.wait_for(lambda: not self._draining and not self._outbox, timeout):
-                raise TimeoutError(f"directory frames still queued after {timeout:g} s")
+        self._outbox.wait_idle(timeout)
 
     # -- observations --------------------------------------------------------------------------
 
@@ -212,6 +176,28 @@ class FakeDirectory:
         self._reap_locked()
         return [o for o in self._observations if o.family == family and not o.released]
 
+    def _changed_locked(
+        self,
+        family: Family,
+        item_id: str,
+        upsert: tuple[dict[str, Any], Callable[[_Observation], bool]] | None,
+        removal: dict[str, Any],
+    ) -> None:
+        """Queue the update of a stored item (``upsert``: its fields and which observations it
+        matches) or deleted one (``None``) for every live observation of ``family``: an upsert
+        where it matches, else a ``removal`` where it was delivered (or on every legacy slot)."""
+        message_type = "agent_update" if family == "agents" else "workspace_update"
+        for observation in self._live_locked(family):
+            if upsert is not None and upsert[1](observation):
+                observation.known.add(item_id)
+                payload = {"kind": "upsert", **upsert[0]}
+            elif observation.legacy or item_id in observation.known:
+                observation.known.discard(item_id)
+                payload = {"kind": "remove", **removal}
+            else:
+                continue
+            self._queue_update_locked(observation, message_type, payload)
+
     def _queue_update_locked(self, observation: _Observation, message_type: str, payload: dict[str, Any]) -> None:
         if observation.legacy:
             frame = {"type": "session", "message": {"type": message_type, "payload": payload}}
@@ -221,7 +207,7 @@ class FakeDirectory:
                 for target in self.core.session_connections(session):
                     target.send_frame(frame)
 
-            self._outbox.append(to_session)
+            self._outbox.enqueue_locked(to_session)
         else:
             tagged = {"subscriptionId": observation.id, **payload}
             frame = {"type": "session", "message": {"type": message_type, "payload": tagged}}
@@ -230,7 +216,7 @@ class FakeDirectory:
             def to_socket() -> None:
                 connection.send_frame(frame)
 
-            self._outbox.append(to_socket)
+            self._outbox.enqueue_locked(to_socket)
 
     def _establish_locked(
         self,
@@ -285,78 +271,81 @@ class FakeDirectory:
 
     # -- sending replies in order ----------------------------------------------------------------
 
+    def _answer(self, ctx: RequestContext, build: Callable[[], dict[str, Any]]) -> None:
+        """Reply with what ``build`` returns, run and queued under the lock (so the reply shows
+        the state its queue position follows); a :class:`QueryError` it raises is answered with
+        an ``rpc_error`` instead."""
+        try:
+            with self.lock:
+                body = build()
+                self._outbox.enqueue_locked(lambda: ctx.reply(body))
+        except QueryError as error:
+            self._fail(ctx, error)
+            return
+        self.flush()
+
     def _reply_later(self, ctx: RequestContext, payload: Mapping[str, Any]) -> None:
         body = dict(payload)
-        with self.lock:
-            self._outbox.append(lambda: ctx.reply(body))
-        self.flush()
+        self._answer(ctx, lambda: body)
 
     def _fail(self, ctx: RequestContext, error: QueryError) -> None:
         with self.lock:
-            self._outbox.append(lambda: ctx.rpc_error(error.message, error.code))
+            self._outbox.enqueue_locked(lambda: ctx.rpc_error(error.message, error.code))
         self.flush()
 
     # -- handlers ------------------------------------------------------------------------------
 
     def _handle_fetch_agents(self, ctx: RequestContext) -> None:
-        message = ctx.message
-        try:
-            filter_ = parse_filter(message)
-            sort = parse_sort(message, AGENT_SORT_KEYS, DEFAULT_AGENT_SORT)
-            page = parse_page(message)
-            subscribe = parse_subscribe(message, capable=self.host_kind is HostKind.CAPABLE)
-            scope = parse_scope(message)
-            with self.lock:
-                active = self._workspace_dirs_locked() if scope == "active" else None
-                matching = [e for e in self.agents.entries_locked() if agent_matches(*e, filter_, active_cwds=active)]
-                result = paginate(matching, sort=sort, page=page, value_of=lambda e, k: agent_sort_value(e[0], k),
-                                  id_of=lambda e: str(e[0]["id"]))  # fmt: skip
-                payload: dict[str, Any] = {}
-                if subscribe:
-                    known = {str(agent["id"]) for agent, _ in matching}
-                    payload["subscriptionId"] = self._establish_locked(ctx, "agents", filter_, scope, known)
-                payload["entries"] = [{"agent": agent, "project": project} for agent, project in result.items]
-                payload["pageInfo"] = result.page_info
-                body = dict(payload)
-                self._outbox.append(lambda: ctx.reply(body))
-        except QueryError as error:
-            self._fail(ctx, error)
-            return
-        self.flush()
+        self._answer(ctx, lambda: self._agents_page_locked(ctx))
 
     def _handle_fetch_workspaces(self, ctx: RequestContext) -> None:
+        self._answer(ctx, lambda: self._workspaces_page_locked(ctx))
+
+    def _agents_page_locked(self, ctx: RequestContext) -> dict[str, Any]:
+        message = ctx.message
+        filter_ = parse_filter(message)
+        sort = parse_sort(message, AGENT_SORT_KEYS, DEFAULT_AGENT_SORT)
+        page = parse_page(message)
+        subscribe = parse_subscribe(message, capable=self.host_kind is HostKind.CAPABLE)
+        scope = parse_scope(message)
+        active = self._workspace_dirs_locked() if scope == "active" else None
+        matching = [e for e in self.agents.entries_locked() if agent_matches(*e, filter_, active_cwds=active)]
+        result = paginate(matching, sort=sort, page=page, value_of=lambda e, k: agent_sort_value(e[0], k),
+                          id_of=lambda e: str(e[0]["id"]))  # fmt: skip
+        payload: dict[str, Any] = {}
+        if subscribe:
+            known = {str(agent["id"]) for agent, _ in matching}
+            payload["subscriptionId"] = self._establish_locked(ctx, "agents", filter_, scope, known)
+        payload["entries"] = [{"agent": agent, "project": project} for agent, project in result.items]
+        payload["pageInfo"] = result.page_info
+        return payload
+
+    def _workspaces_page_locked(self, ctx: RequestContext) -> dict[str, Any]:
         message = ctx.message
         capable = self.host_kind is HostKind.CAPABLE
-        try:
-            filter_ = parse_filter(message)
-            sort = parse_sort(message, WORKSPACE_SORT_KEYS, DEFAULT_WORKSPACE_SORT)
-            page = parse_page(message)
-            subscribe = parse_subscribe(message, capable=capable)
-            background = message.get("includeBackground") is True
-            with self.lock:
-                matching = [
-                    w
-                    for w in self.workspaces.values_locked()
-                    if workspace_matches(w, filter_, include_background=background, use_id_prefix=not capable)
-                ]
-                result = paginate(matching, sort=sort, page=page, value_of=workspace_sort_value,
-                                  id_of=lambda w: str(w["id"]))  # fmt: skip
-                payload: dict[str, Any] = {}
-                if subscribe:
-                    known = {str(w["id"]) for w in matching}
-                    payload["subscriptionId"] = self._establish_locked(
-                        ctx, "workspaces", filter_, None, known, include_background=background
-                    )
-                payload["entries"] = result.items
-                if capable:
-                    payload["emptyProjects"] = list(self.workspaces.empty_projects) if page.cursor is None else []
-                payload["pageInfo"] = result.page_info
-                body = dict(payload)
-                self._outbox.append(lambda: ctx.reply(body))
-        except QueryError as error:
-            self._fail(ctx, error)
-            return
-        self.flush()
+        filter_ = parse_filter(message)
+        sort = parse_sort(message, WORKSPACE_SORT_KEYS, DEFAULT_WORKSPACE_SORT)
+        page = parse_page(message)
+        subscribe = parse_subscribe(message, capable=capable)
+        background = message.get("includeBackground") is True
+        matching = [
+            w
+            for w in self.workspaces.values_locked()
+            if workspace_matches(w, filter_, include_background=background, use_id_prefix=not capable)
+        ]
+        result = paginate(matching, sort=sort, page=page, value_of=workspace_sort_value,
+                          id_of=lambda w: str(w["id"]))  # fmt: skip
+        payload: dict[str, Any] = {}
+        if subscribe:
+            known = {str(w["id"]) for w in matching}
+            payload["subscriptionId"] = self._establish_locked(
+                ctx, "workspaces", filter_, None, known, include_background=background
+            )
+        payload["entries"] = result.items
+        if capable:
+            payload["emptyProjects"] = list(self.workspaces.empty_projects) if page.cursor is None else []
+        payload["pageInfo"] = result.page_info
+        return payload
 
     def _handle_fetch_agent(self, ctx: RequestContext) -> None:
         wanted = ctx.message["agentId"]

@@ -22,7 +22,8 @@ change: the client must apply the buffered update (``seq > syncSeq``/``headSeq``
 
 Test threads mutate the store and reader threads run the handler. One lock
 (:attr:`FakeProjects.lock`) guards the store; pushes and replies are queued on the event outbox
-while it is held and written after it is released. No frame is sent under a lock.
+while it is held (taking the event lock inside it) and written after it is released. No frame
+is sent under a lock.
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ class FakeProjects:
     def _publish_locked(self, payload: dict[str, Any]) -> int | None:
         if not self.enabled:
             return None
-        return self.events.queue_event_locked(PROJECT_UPDATE, payload)[0]
+        with self.events.lock:
+            return self.events.queue_event_locked(PROJECT_UPDATE, payload)[0]
 
     def _drain(self, ticket: int | None) -> None:
         if ticket is not None:
@@ -183,7 +185,7 @@ class FakeProjects:
             return
         hook = self.before_list_reply
         if hook is None:  # the reply is queued atomically with the rows it shows
-            with self.lock:
+            with self.lock, self.events.lock:
                 payload = self._list_payload_locked(sync)
                 ticket = self.events.queue_locked(lambda: ctx.reply(payload))
             self.events.drain(ticket)

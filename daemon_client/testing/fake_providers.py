@@ -24,8 +24,8 @@ routes them per host kind) and the handlers of ``get_providers_snapshot_request`
 
 Test threads mutate the catalog, connection reader threads run the handlers. One lock
 (:attr:`FakeProviders.lock`) guards the catalog; every push or reply is queued on the event
-outbox while it is held (so frames follow catalog changes in order) and written after it is
-released. No frame is sent under a lock.
+outbox while it is held (so frames follow catalog changes in order; the event lock is taken
+inside it to queue) and written after it is released. No frame is sent under a lock.
 """
 
 from __future__ import annotations
@@ -296,7 +296,7 @@ class FakeProviders:
 
     def publish(self, *, cwd: str | None = None) -> int:
         """Publish the current list as a ``providers_snapshot_update``; returns how many copies."""
-        with self.lock:
+        with self.lock, self.events.lock:
             ticket, count = self.events.queue_event_locked(SNAPSHOT_UPDATE, self._update_payload_locked(cwd))
         self._drain([ticket])
         return count
@@ -346,11 +346,14 @@ class FakeProviders:
         return {"cwd": self._update_cwd_locked(cwd), "entries": self._entries_locked(), "generatedAt": iso_now()}
 
     def _queue_update_locked(self, cwd: str | None) -> int:
-        return self.events.queue_event_locked(SNAPSHOT_UPDATE, self._update_payload_locked(cwd))[0]
+        payload = self._update_payload_locked(cwd)
+        with self.events.lock:
+            return self.events.queue_event_locked(SNAPSHOT_UPDATE, payload)[0]
 
     def _queue_reply_locked(self, ctx: RequestContext, payload: Mapping[str, Any]) -> int:
         body = dict(payload)
-        return self.events.queue_locked(lambda: ctx.reply(body))
+        with self.events.lock:
+            return self.events.queue_locked(lambda: ctx.reply(body))
 
     def _complete_refreshes_locked(self) -> list[int]:
         """Queue the replies of pending refreshes none of whose providers is loading any more."""

@@ -17,20 +17,18 @@ and the ``fetch_agent_timeline_request`` handler (6.8, computed by
   handshaken socket, untagged.
 
 Test threads, run threads (``fake-daemon-run-*``) and connection reader threads call in.
-:attr:`FakeTimeline.lock` guards the state; frames are queued in order while it is held and
-written after it is released: each caller drains the queue until its own frames are written,
-so a method returns only once its frames are on the wire, and frames keep queue order. No
-frame is sent under the lock.
+:attr:`FakeTimeline.lock` guards the state; frames are queued in order on an
+:class:`~daemon_client.testing.fake_outbox.Outbox` while it is held and written after it is
+released: each caller drains the queue until its own frames are written, so a method returns
+only once its frames are on the wire, and frames keep queue order. No frame is sent under the lock.
 """
 
 from __future__ import annotations
 
-import collections
 import copy
-import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -38,6 +36,7 @@ import attrs
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.testing.fake_directory_query import QueryError
 from daemon_client.testing.fake_handlers import iso_now
+from daemon_client.testing.fake_outbox import Outbox, SubscriptionFamily, SubscriptionTable, fanout
 from daemon_client.testing.fake_timeline_query import (
     Row,
     canonical_entries,
@@ -55,15 +54,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeTimeline", "TimelineSubscription"]
 
-_log = logging.getLogger("daemon_client.testing.fake_daemon")
-
-_UNION_KEY = "timeline_union"
-"""``Session.data`` key of a selective session's agent union (a ``frozenset``)."""
-_SET_SUBSCRIPTION = "agent.timeline.set_subscription.request"
-_DRAIN_TIMEOUT = 10.0
-
-Target = tuple["FakeConnection", "str | None"]
-"""A socket and the subscription id its copy is tagged with (``None``: untagged)."""
+_SUBSCRIPTIONS = SubscriptionFamily(request="agent.timeline.set_subscription.request", field="agentIds", echo=True,
+                                    feature="selectiveAgentTimeline", union_key="timeline_union")  # fmt: skip
 
 
 @attrs.frozen
@@ -76,13 +68,6 @@ class TimelineSubscription:
     owner: FakeConnection | Session
     """The owning socket (capable) or server-side session (selective)."""
     host_kind: HostKind
-
-
-@attrs.define(eq=False)
-class _Owned:
-    id: str
-    agent_ids: frozenset[str]
-    owner: FakeConnection
 
 
 @attrs.define(eq=False)
@@ -99,32 +84,17 @@ class FakeTimeline:
         self.core = core
         self.directory = directory
         self.host_kind: HostKind = core.config.host_kind
-        features = core.config.effective_features
-        if self.host_kind is HostKind.CAPABLE:
-            self.mode = "owned"
-        elif self.host_kind is HostKind.SELECTIVE and features.get("selectiveAgentTimeline"):
-            self.mode = "union"
-        else:
-            self.mode = "broadcast"
         self.lock = threading.Lock()
-        self._written = threading.Condition(self.lock)
         self._histories: dict[str, _History] = {}
-        self._owned: list[_Owned] = []
-        self._outbox: collections.deque[Callable[[], None]] = collections.deque()
-        self._queued = 0
-        self._sent = 0
-        self._draining = False
+        self._outbox = Outbox(self.lock, "timeline")
+        self._subscriptions = SubscriptionTable(core, self.lock, self._outbox, _SUBSCRIPTIONS)
 
     # -- wiring --------------------------------------------------------------------------------
 
     def install(self, registry: HandlerRegistry) -> None:
         """Register the read handler and, unless broadcast, the membership handler and hooks."""
         registry.register("fetch_agent_timeline_request", self._handle_fetch)
-        if self.mode != "broadcast":
-            registry.register(_SET_SUBSCRIPTION, self._handle_set_subscription)
-        if self.mode == "owned":
-            self.directory.add_release_hook(self._on_release)
-            registry.add_disconnect_hook(self._on_disconnect)
+        self._subscriptions.install(registry, self.directory)
 
     # -- history -------------------------------------------------------------------------------
 
@@ -150,7 +120,7 @@ class FakeTimeline:
             payload = {"agentId": agent_id, "event": event, "timestamp": row["timestamp"], "seq": seq,
                        "epoch": history.epoch}  # fmt: skip
             ticket = self._queue_stream_locked(agent_id, payload)
-        self._drain(ticket)
+        self._outbox.drain(ticket)
         return seq
 
     def emit(self, agent_id: str, event: Mapping[str, Any], *, provider: str = "mock") -> None:
@@ -161,7 +131,7 @@ class FakeTimeline:
         with self.lock:
             payload = {"agentId": agent_id, "event": copy.deepcopy(full), "timestamp": iso_now()}
             ticket = self._queue_stream_locked(agent_id, payload)
-        self._drain(ticket)
+        self._outbox.drain(ticket)
 
     def rows(self, agent_id: str) -> list[Row]:
         """Copies of the agent's canonical rows held in memory, oldest first."""
@@ -202,11 +172,12 @@ class FakeTimeline:
                 rows = [{"provider": provider, "item": copy.deepcopy(dict(item)), "timestamp": now, "seq": n,
                          "epoch": epoch} for n, item in enumerate(items, 1)]  # fmt: skip
             history.epoch, history.rows, history.next_seq = epoch, rows, len(rows) + 1
-            ticket = self._sent
-            for target, subscription_id in self._targets_locked(agent_id) if self.mode == "owned" else []:
-                body = {"subscriptionId": subscription_id, "agentId": agent_id, "epoch": epoch}
-                ticket = self._queue_locked(_sender(target, "agent.timeline.replacement", body))
-        self._drain(ticket)
+            ticket = 0
+            owned = self._subscriptions.mode == "owned"
+            for target in self._subscriptions.targets_locked(agent_id) if owned else []:
+                body = {"agentId": agent_id, "epoch": epoch}
+                ticket = self._outbox.enqueue_locked(fanout([target], "agent.timeline.replacement", body))
+        self._outbox.drain(ticket)
         return epoch
 
     def _history_locked(self, agent_id: str) -> _History:
@@ -220,103 +191,19 @@ class FakeTimeline:
     def subscriptions(self) -> list[TimelineSubscription]:
         """Live server-side timeline subscriptions: capable ones in creation order, then each
         live selective session with a non-empty union. Broadcast hosts have none."""
-        sessions = self.core.sessions() if self.mode == "union" else {}
-        with self.lock:
-            found = [TimelineSubscription(o.id, tuple(sorted(o.agent_ids)), o.owner, self.host_kind)
-                     for o in self._owned]  # fmt: skip
-            for session in sessions.values():
-                union: frozenset[str] = session.data.get(_UNION_KEY, frozenset())
-                if union:
-                    found.append(TimelineSubscription(None, tuple(sorted(union)), session, self.host_kind))
-        return found
-
-    def _targets_locked(self, agent_id: str) -> list[Target]:
-        if self.mode == "owned":
-            return [(o.owner, o.id) for o in self._owned if agent_id in o.agent_ids]
-        if self.mode == "union":
-            targets: list[Target] = []
-            for session in self.core.sessions().values():  # the core lock is a leaf below this one
-                if agent_id in session.data.get(_UNION_KEY, frozenset()):
-                    targets.extend((c, None) for c in self.core.session_connections(session) if c.handshaken)
-            return targets
-        return [(c, None) for c in self.core.connections(handshaken_only=True)]
-
-    def _on_release(self, connection: FakeConnection, subscription_id: str) -> None:
-        """Directory release hook (capable): drop the subscription, then write what was queued
-        for it, so the release response comes after its last frame."""
-        with self.lock:
-            self._owned = [o for o in self._owned if not (o.id == subscription_id and o.owner is connection)]
-            ticket = self._queued
-        self._drain(ticket)
-
-    def _on_disconnect(self, connection: FakeConnection) -> None:
-        with self.lock:
-            self._owned = [o for o in self._owned if o.owner is not connection]
+        return [TimelineSubscription(*listed, self.host_kind) for listed in self._subscriptions.listing()]
 
     # -- ordered delivery ------------------------------------------------------------------------
 
     def _queue_stream_locked(self, agent_id: str, payload: dict[str, Any]) -> int:
-        targets = self._targets_locked(agent_id)
-
-        def deliver() -> None:
-            for connection, subscription_id in targets:
-                body = payload if subscription_id is None else {"subscriptionId": subscription_id, **payload}
-                connection.send_frame({"type": "session", "message": {"type": "agent_stream", "payload": body}})
-
-        return self._queue_locked(deliver)
-
-    def _queue_locked(self, action: Callable[[], None]) -> int:
-        self._outbox.append(action)
-        self._queued += 1
-        return self._queued
-
-    def _drain(self, ticket: int) -> None:
-        """Write queued frames in order until frame ``ticket`` is written; one writer at a time."""
-        while True:
-            with self._written:
-                if self._sent >= ticket:
-                    return
-                if self._draining:
-                    if not self._written.wait_for(lambda: self._sent >= ticket or not self._draining,
-                                                  _DRAIN_TIMEOUT):  # fmt: skip
-                        raise TimeoutError("timeline frames still queued")
-                    continue
-                self._draining = True
-                action = self._outbox.popleft()
-            try:
-                action()
-            except Exception:  # noqa: BLE001 - one failed delivery must not stop the others
-                _log.exception("fake daemon: timeline delivery failed")
-            finally:
-                with self._written:
-                    self._sent += 1
-                    self._draining = False
-                    self._written.notify_all()
+        targets = self._subscriptions.targets_locked(agent_id)
+        return self._outbox.enqueue_locked(fanout(targets, "agent_stream", payload))
 
     def wait_idle(self, timeout: float = 5.0) -> None:
         """Block until every queued timeline frame has been written."""
-        with self._written:
-            ticket = self._queued
-            if not self._written.wait_for(lambda: self._sent >= ticket, timeout):
-                raise TimeoutError(f"timeline frames still queued after {timeout:g} s")
+        self._outbox.wait_idle(timeout)
 
     # -- handlers ------------------------------------------------------------------------------
-
-    def _handle_set_subscription(self, ctx: RequestContext) -> None:
-        agent_ids = ctx.message["agentIds"]
-        if not isinstance(agent_ids, list) or not all(isinstance(a, str) for a in agent_ids):
-            ctx.rpc_error("Invalid agentIds: expected an array of strings", "invalid_message")
-            return
-        body: dict[str, Any] = {"agentIds": list(agent_ids)}
-        with self.lock:
-            if self.mode == "owned" or ctx.session is None:
-                owned = _Owned(str(uuid.uuid4()), frozenset(agent_ids), ctx.connection)
-                self._owned.append(owned)
-                body["subscriptionId"] = owned.id
-            else:
-                ctx.session.data[_UNION_KEY] = frozenset(agent_ids)
-            ticket = self._queue_locked(lambda: ctx.reply(body))
-        self._drain(ticket)
 
     def _handle_fetch(self, ctx: RequestContext) -> None:
         message = ctx.message
@@ -353,12 +240,3 @@ class FakeTimeline:
                    "endCursor": {"epoch": epoch, "seq": chosen[-1]["seq"]} if chosen else None,
                    "hasOlder": window.has_older, "hasNewer": window.has_newer, "entries": entries,
                    "error": None})  # fmt: skip
-
-
-def _sender(connection: FakeConnection, message_type: str, payload: dict[str, Any]) -> Callable[[], None]:
-    frame = {"type": "session", "message": {"type": message_type, "payload": payload}}
-
-    def send() -> None:
-        connection.send_frame(frame)
-
-    return send
