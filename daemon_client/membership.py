@@ -112,6 +112,8 @@ class Membership:
         self.state = State.PENDING
         self._subscription_id: str | None = None
         self.ever_ready = False
+        self.generation = 0
+        """Counts establishments; jobs posted for an older one are dropped when they run."""
         self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post)
         self._teardown: Future[dict[str, Any]] | None = None
 
@@ -318,6 +320,8 @@ class MembershipManager(Generic[M]):
             if not stale:
                 sub.state = State.LIVE
                 sub._subscription_id = subscription_id
+                sub.generation += 1
+                generation = sub.generation
                 self._route_locked(sub)
             mode = self._mode
         if stale:
@@ -325,7 +329,7 @@ class MembershipManager(Generic[M]):
                 self._submit({"type": RELEASE, "subscriptionId": subscription_id}, CONTROL_TIMEOUT)
             return
         if sub.ever_ready:
-            self.dispatcher.post(sub._on_restored)
+            self.dispatcher.post(lambda: sub._on_restored() if sub.generation == generation else None)
         else:
             sub.ever_ready = True
             sub.ready.set_result(
@@ -384,11 +388,12 @@ class MembershipManager(Generic[M]):
         post = self.dispatcher.post
         first = targets[0]
         if len(targets) == 1:  # the common case: parse on the callback thread, no sharing needed
-            post(lambda: deliver(first, message, lambda: parse(first.subscription_id)))
+            generation = first.generation
+            post(lambda: deliver(first, message, lambda: parse(first.subscription_id), generation))
             return
         memo: Memo[Any] = Memo(lambda: parse(first.subscription_id))
         for sub in targets:
-            post(lambda sub=sub: deliver(sub, message, memo.get))  # type: ignore[misc]
+            post(lambda sub=sub, gen=sub.generation: deliver(sub, message, memo.get, gen))  # type: ignore[misc]
 
     def on_disconnect(self) -> None:
         """Reader thread, when a connection ends: everything must be established again."""
@@ -441,8 +446,10 @@ class MembershipManager(Generic[M]):
             self.dispatcher.post(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]
 
 
-def deliver(sub: Membership, message: SessionMessage, parsed: Callable[[], Any]) -> None:
-    """Callback thread: a frame reaches a handle that is still live (``parsed()`` gives its
-    typed form, computed once however many handles share it)."""
-    if sub.state is State.LIVE:
+def deliver(sub: Membership, message: SessionMessage, parsed: Callable[[], Any], generation: int) -> None:
+    """Callback thread: a frame reaches a handle that is still live on the connection it came
+    from (``parsed()`` gives its typed form, computed once however many handles share it).
+    Frames of an older connection are dropped: its ``subscription_restored`` tells the
+    handler to catch up from its cursor instead."""
+    if sub.state is State.LIVE and sub.generation == generation:
         sub._on_frame(message, parsed)

@@ -59,7 +59,7 @@ class Namespaces:
             dispatcher=self._client._dispatcher,
         )
         self._client._pushes.set_router(family.update_type, manager.route)
-        connection.add_hooks(manager.restore, close=manager.release_all_for_close)
+        connection.add_hooks(manager.restore, disconnect=manager.on_disconnect, close=manager.release_all_for_close)
         self._disposables.append(manager)
         return manager
 

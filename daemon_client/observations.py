@@ -209,9 +209,7 @@ class DirectoryObservation(Generic[S]):
                 invoke(callbacks.snapshot, current)
 
     def _update(self, subscription_id: str | None, message: Memo[Any]) -> None:
-        if self.state is not ObservationState.LIVE or (
-            subscription_id is not None and self._subscription_id != subscription_id
-        ):
+        if self.state is not ObservationState.LIVE or self._subscription_id != subscription_id:
             return
         try:
             typed = message.get()
@@ -421,7 +419,8 @@ class DirectoryManager(Generic[S, U, E]):
             return
         post = self.dispatcher.post
         for target in targets:
-            post(lambda target=target: target._update(subscription_id, memo))  # type: ignore[misc]
+            # stamped with the ID it is routed under: a job that runs after a re-establishment is dropped
+            post(lambda target=target, sid=subscription_id or target.subscription_id: target._update(sid, memo))  # type: ignore[misc]
         listeners = self._listeners
         if listeners:
             post(lambda: self._notify_listeners(listeners, memo))
@@ -458,6 +457,14 @@ class DirectoryManager(Generic[S, U, E]):
                 if kind is not HostKind.CAPABLE:
                     with self._lock:
                         self._restoring -= 1
+
+    def on_disconnect(self) -> None:
+        """Reader thread, when a connection ends: live observations wait for re-establishment
+        (a release meanwhile is local: the daemon released what the socket owned)."""
+        with self._lock:
+            for observation in self._observations:
+                if observation.state is ObservationState.LIVE:
+                    observation.state = ObservationState.RESTORING
 
     def release_all_for_close(self, kind: HostKind) -> list[Future[Any]]:
         """``close()`` while connected: release every capable observation (futures to await)."""

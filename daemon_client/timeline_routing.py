@@ -93,4 +93,4 @@ class TimelineManager(MembershipManager[TimelineSubscription]):
         payload = message.payload
         targets = self.targets(str(payload.get("agentId", "")), payload.get("subscriptionId"), by_key_if_untagged=True)
         for sub in targets:
-            self.dispatcher.post(lambda sub=sub: deliver(sub, message, lambda: None))  # type: ignore[misc]
+            self.dispatcher.post(lambda sub=sub, gen=sub.generation: deliver(sub, message, lambda: None, gen))  # type: ignore[misc]

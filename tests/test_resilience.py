@@ -165,15 +165,15 @@ def test_malformed_and_unknown_frames_are_survived(fakes, make_client, kind, tra
 
 def test_oversized_frames_are_skipped(fakes, make_client, caplog) -> None:
     fake = fakes("capable")
-    client = make_client(fake, "loopback", max_frame_bytes=1000)
+    client = make_client(fake, "loopback", max_frame_bytes=5000)
     pushes = RecordingHandler[dc.SessionMessage]("pushes")
     client.add_push_listener(pushes)
     client.connect()
-    fake.push("big", {"blob": "x" * 5000})
+    fake.push("big", {"blob": "x" * 20000})
     fake.push("small", {"n": 1})
     assert pushes.wait_for(predicate=lambda m: m.type == "small")
     assert [m.type for m in pushes.items] == ["small"]
-    assert "exceeds 1000 bytes" in caplog.text
+    assert "exceeds 5000 bytes" in caplog.text
 
 
 @pytest.mark.parametrize("kind", KINDS)
