@@ -22,6 +22,7 @@ on the callback thread. The manager's lock is never held while sending.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import threading
@@ -180,6 +181,8 @@ class MembershipManager(Generic[M]):
         self._acked: frozenset[str] = frozenset()
         self._sent_union: frozenset[str] | None = None
         self._routes: RouteTable[M] = RouteTable()
+        self._union_lock = threading.Lock()  # a union is computed and written under it, in order
+        self._ever_sent_union = False
         self._by_key: dict[str, tuple[M, ...]] = {}
 
     @property
@@ -214,15 +217,14 @@ class MembershipManager(Generic[M]):
                 self._subs.remove(sub)
             self._unroute_locked(sub)
             mode = self._mode
-            union = self._union_locked() if mode is Mode.UNION else None
         if not sub.ready.done():
             sub.ready.set_exception(SubscriptionReleased(f"{self.family.name} subscription released before ready"))
         future: Future[dict[str, Any]] | None = None
         try:
             if mode is Mode.OWNED and previous is State.LIVE and sub.subscription_id:
                 future = self._submit({"type": RELEASE, "subscriptionId": sub.subscription_id}, CONTROL_TIMEOUT)
-            elif mode is Mode.UNION and union is not None:
-                future = self._send_union(union, direct=False)
+            elif mode is Mode.UNION:
+                future = self._sync_union(direct=False)
         except (ConnectionLost, NotConnected, ClientClosed):
             return
         if future is None:
@@ -259,16 +261,25 @@ class MembershipManager(Generic[M]):
                 except ClientClosed:
                     return
         else:
+            try:
+                sent = self._sync_union(direct=direct)
+            except (ConnectionLost, NotConnected):
+                for sub in subs:
+                    self._back_to_pending(sub)
+                return
+            if sent is None:  # unchanged: those covered by the acknowledged union are ready at once
+                self._union_ack(self._acked, {}, None)
+
+    def _sync_union(self, *, direct: bool) -> Future[dict[str, Any]] | None:
+        """Send the current union if it changed; computing and writing happen under one lock so
+        that concurrent changes reach the daemon in the order they were computed."""
+        with self._union_lock:
             with self._lock:
                 union = self._union_locked()
-            if union is None:  # unchanged: those covered by the acknowledged union are ready at once
-                self._union_ack(self._acked, {}, None)
-            else:
-                try:
-                    self._send_union(union, direct=direct)
-                except (ConnectionLost, NotConnected):
-                    for sub in subs:
-                        self._back_to_pending(sub)
+            if union is None:
+                return None
+            self._ever_sent_union = True
+            return self._send_union(union, direct=direct)
 
     def _union_locked(self) -> frozenset[str] | None:
         """The union of live demand, or ``None`` if it equals what was last sent."""
@@ -416,6 +427,10 @@ class MembershipManager(Generic[M]):
                 sub.state = State.ESTABLISHING
         if pending:
             self._establish(pending, mode, direct=True)
+        elif mode is Mode.UNION and reconnected and self._ever_sent_union:
+            # the resumed server session may still hold an older union: set it to the current one
+            with contextlib.suppress(ConnectionLost, NotConnected, ClientClosed):
+                self._sync_union(direct=True)
 
     def release_for_close(self, kind: HostKind) -> list[Future[Any]]:
         """``close()`` while connected: drop the daemon-side demand (best effort)."""

@@ -263,12 +263,12 @@ class DirectoryManager(Generic[S, U, E]):
         observation = DirectoryObservation(self, message)
         with self._lock:
             self._observations.append(observation)
-        future = self._submit(
-            {**message, "subscribe": {}},
-            timeout,
-            on_settle=lambda payload, error: self._established(observation, payload, error, restored=False),
-        )
         try:
+            future = self._submit(
+                {**message, "subscribe": {}},
+                timeout,
+                on_settle=lambda payload, error: self._established(observation, payload, error, restored=False),
+            )
             payload = future.result(timeout + 1.0)
             snapshot = observation._first_snapshot or Memo(lambda: self.family.parse_list(payload))
             result = snapshot.get()  # parsed once, shared with the callback thread's first job
