@@ -279,7 +279,13 @@ class MembershipManager(Generic[M]):
             if union is None:
                 return None
             self._ever_sent_union = True
-            return self._send_union(union, direct=direct)
+            try:
+                return self._send_union(union, direct=direct)
+            except DaemonClientError:
+                with self._lock:  # not sent: the next attempt must not take it for the current union
+                    if self._sent_union == union:
+                        self._sent_union = None
+                raise
 
     def _union_locked(self) -> frozenset[str] | None:
         """The union of live demand, or ``None`` if it equals what was last sent."""

@@ -416,16 +416,6 @@ def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, mak
     assert wait_until(lambda: seen == seqs, 2.0), (seen, fake.timeline.subscriptions())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG_STALE_UNION (membership.py, MembershipManager.add/_establish/_sync_union, selective hosts): "
-    "add() reads the mode under the lock, _sync_union() computes the union later; when the connection "
-    "drops in between, on_disconnect() resets _sent_union to None, then _union_locked() records the new "
-    "union as sent and the submit fails (NotConnected): the handle goes back to PENDING but _sent_union "
-    "keeps a union the daemon never got. After the reconnect restore() -> _establish() -> _sync_union() "
-    "computes the same union, finds it unchanged and sends nothing: the handle stays ESTABLISHING for "
-    "good (ready never resolves, no events). Hit by the 32-thread test above about once in three runs",
-)
 def test_a_subscribe_racing_a_drop_is_established_after_the_reconnect_on_a_selective_host(
     fakes, make_client, monkeypatch
 ) -> None:
