@@ -15,7 +15,7 @@ import attrs
 
 @attrs.frozen
 class FeatureOption:
-    """One choice of a ``select`` agent feature."""
+    """One choice of a ``select`` agent feature, or a model's thinking option (same shape)."""
 
     id: str
     label: str = ""

@@ -12,17 +12,11 @@ from typing import Any
 import attrs
 
 from daemon_client.errors import ProtocolError
-from daemon_client.protocol.agents import AgentMode
+from daemon_client.protocol.agents import AgentMode, FeatureOption
 from daemon_client.protocol.codec import structure
 
-
-@attrs.frozen
-class ThinkingOption:
-    id: str
-    label: str = ""
-    description: str | None = None
-    is_default: bool | None = None
-    metadata: Mapping[str, Any] | None = None
+ThinkingOption = FeatureOption
+"""A thinking option of a model: the same choice shape as a ``select`` feature's."""
 
 
 @attrs.frozen
