@@ -33,8 +33,6 @@ if TYPE_CHECKING:
         UnsupportedByHost,
         WouldDeadlock,
     )
-    from daemon_client.events import EventSubscription
-    from daemon_client.observations import DirectoryObservation
     from daemon_client.projects import ProjectCache, ProjectChange
     from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, Checkout, ProjectPlacement
     from daemon_client.protocol.directory import (
@@ -92,8 +90,10 @@ if TYPE_CHECKING:
     )
     from daemon_client.protocol.workspaces import WorkspaceDescriptor, WorkspaceProjectDescriptor
     from daemon_client.state import ConnectionState
+    from daemon_client.subscriptions.directory import DirectoryObservation
+    from daemon_client.subscriptions.events import EventSubscription
+    from daemon_client.subscriptions.timeline import TimelineAck, TimelineSubscription
     from daemon_client.timeline import AgentTimeline, TimelineStream
-    from daemon_client.timeline_routing import TimelineAck, TimelineSubscription
     from daemon_client.workspaces import WorkspaceHandle
 
 _LAZY: dict[str, str] = {
@@ -122,9 +122,9 @@ _LAZY: dict[str, str] = {
     "DEFAULT_URL": "daemon_client.config",
     "DaemonClientError": "daemon_client.errors",
     "DirectoryMessage": "daemon_client.protocol.directory",
-    "DirectoryObservation": "daemon_client.observations",
+    "DirectoryObservation": "daemon_client.subscriptions.directory",
     "ErrorItem": "daemon_client.protocol.timeline",
-    "EventSubscription": "daemon_client.events",
+    "EventSubscription": "daemon_client.subscriptions.events",
     "Heartbeat": "daemon_client.config",
     "HostKind": "daemon_client.protocol.hosts",
     "NotConnected": "daemon_client.errors",
@@ -162,13 +162,13 @@ _LAZY: dict[str, str] = {
     "SubscriptionRestored": "daemon_client.protocol.timeline",
     "ThinkingOption": "daemon_client.protocol.providers",
     "ThreadStarted": "daemon_client.protocol.timeline",
-    "TimelineAck": "daemon_client.timeline_routing",
+    "TimelineAck": "daemon_client.subscriptions.timeline",
     "TimelineCursor": "daemon_client.protocol.timeline",
     "TimelineEntry": "daemon_client.protocol.timeline",
     "TimelineEvent": "daemon_client.protocol.timeline",
     "TimelinePage": "daemon_client.protocol.timeline",
     "TimelineStream": "daemon_client.timeline",
-    "TimelineSubscription": "daemon_client.timeline_routing",
+    "TimelineSubscription": "daemon_client.subscriptions.timeline",
     "TimelineUpdate": "daemon_client.protocol.timeline",
     "Todo": "daemon_client.protocol.timeline",
     "ToolCall": "daemon_client.protocol.timeline",

@@ -2,6 +2,6 @@
 
 import sys
 
-from daemon_client.cli import main
+from daemon_client.cli.main import main
 
 sys.exit(main())

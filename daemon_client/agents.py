@@ -2,7 +2,7 @@
 
 Methods run on the caller's thread and block with a timeout. Handle snapshots and
 listeners are updated on the callback thread, from updates routed to this client's live
-observations (see :mod:`daemon_client.observations`).
+observations (see :mod:`daemon_client.subscriptions.directory`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from daemon_client.agent_create import AgentConfig, build_create_message, create
 from daemon_client.agent_handle import AgentHandle
 from daemon_client.directory_read import SubscribeArg, read_directory
 from daemon_client.errors import RpcError
-from daemon_client.observations import DirectoryFamily, DirectoryManager, DirectoryObservation
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.directory import (
@@ -33,7 +32,8 @@ from daemon_client.protocol.directory import (
     parse_agent_update,
     sort_to_wire,
 )
-from daemon_client.timeline_routing import TimelineManager
+from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
+from daemon_client.subscriptions.timeline import TimelineManager
 
 if TYPE_CHECKING:
     from daemon_client.client import Client

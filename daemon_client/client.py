@@ -3,7 +3,7 @@
 Every public method is thread-safe. Blocking methods wait on the calling thread, always
 with a timeout; they may be called from callbacks (replies are delivered by the reader
 thread, not the callback thread). Callbacks run on the callback thread chosen by
-``callback_executor`` (see :mod:`daemon_client.dispatch`).
+``callback_executor`` (see :mod:`daemon_client.runtime.dispatch`).
 """
 
 from __future__ import annotations
@@ -27,17 +27,17 @@ from daemon_client.config import (
     password_from_env,
     url_from_env,
 )
-from daemon_client.connection import Connection, ConnectionOptions
-from daemon_client.dispatch import CallbackExecutor, Dispatcher, next_name
 from daemon_client.namespaces import Namespaces
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionPong
 from daemon_client.protocol.replies import default_timeout_for
-from daemon_client.registry import PushHandler, PushRegistry
-from daemon_client.requests import RequestTable
+from daemon_client.runtime.connection import Connection, ConnectionOptions
+from daemon_client.runtime.dispatch import CallbackExecutor, Dispatcher, next_name
+from daemon_client.runtime.pushes import PushHandler, PushRegistry
+from daemon_client.runtime.requests import RequestTable
+from daemon_client.runtime.timers import TimerThread
 from daemon_client.state import ConnectionState, StateListener
-from daemon_client.timers import TimerThread
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
 from daemon_client.transport.websocket import WebSocketTransport
 

@@ -2,7 +2,7 @@
 
 Validates the query on the caller's thread before anything is sent, then either reads a
 page or establishes an observation through the family's
-:class:`~daemon_client.observations.DirectoryManager`. Blocks the caller's thread up to
+:class:`~daemon_client.subscriptions.directory.DirectoryManager`. Blocks the caller's thread up to
 the request's timeout.
 """
 
@@ -17,7 +17,7 @@ from daemon_client.protocol.directory import Page, SubscribeOptions
 
 if TYPE_CHECKING:
     from daemon_client.client import Client
-    from daemon_client.observations import DirectoryManager
+    from daemon_client.subscriptions.directory import DirectoryManager
 
 R = TypeVar("R")
 SubscribeArg = bool | SubscribeOptions | Mapping[str, Any] | None

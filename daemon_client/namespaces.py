@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from daemon_client.agents import AgentsNamespace
     from daemon_client.client import Client
-    from daemon_client.events import EventManager
-    from daemon_client.observations import DirectoryFamily, DirectoryManager
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
-    from daemon_client.timeline_routing import TimelineManager
+    from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager
+    from daemon_client.subscriptions.events import EventManager
+    from daemon_client.subscriptions.timeline import TimelineManager
     from daemon_client.workspaces import WorkspacesNamespace
 
 
@@ -48,7 +48,7 @@ class Namespaces:
         }
 
     def _directory(self, family: DirectoryFamily[Any, Any, Any]) -> DirectoryManager[Any, Any, Any]:
-        from daemon_client.observations import DirectoryManager
+        from daemon_client.subscriptions.directory import DirectoryManager
 
         connection = self._client._connection
         manager: DirectoryManager[Any, Any, Any] = DirectoryManager(
@@ -65,7 +65,7 @@ class Namespaces:
 
     def timelines(self) -> TimelineManager:
         def build() -> TimelineManager:
-            from daemon_client.timeline_routing import TIMELINE, TimelineManager
+            from daemon_client.subscriptions.timeline import TIMELINE, TimelineManager
 
             manager = TimelineManager(TIMELINE, **self._membership_parts())
             pushes = self._client._pushes
@@ -79,9 +79,9 @@ class Namespaces:
 
     def events(self) -> EventManager:
         def build() -> EventManager:
-            from daemon_client.events import EventManager
             from daemon_client.projects import EVENT as PROJECTS_EVENT
             from daemon_client.providers import EVENT as PROVIDERS_EVENT
+            from daemon_client.subscriptions.events import EventManager
 
             manager = EventManager(**self._membership_parts())
             for event in (PROVIDERS_EVENT, PROJECTS_EVENT):

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from daemon_client.errors import DaemonClientError, UnsupportedByHost
-from daemon_client.events import EventManager, EventSubscription
 from daemon_client.protocol.directory import Page
 from daemon_client.protocol.projects import ProjectList, ProjectUpdate, parse_list, parse_update
 from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor
+from daemon_client.subscriptions.events import EventManager, EventSubscription
 
 if TYPE_CHECKING:
     from daemon_client.client import Client

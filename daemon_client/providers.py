@@ -14,7 +14,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.errors import ProvidersNotReady, RpcError
-from daemon_client.events import EventManager, EventSubscription
 from daemon_client.protocol.agents import AgentMode
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.providers import (
@@ -25,6 +24,7 @@ from daemon_client.protocol.providers import (
     parse_snapshot,
     parse_update,
 )
+from daemon_client.subscriptions.events import EventManager, EventSubscription
 
 if TYPE_CHECKING:
     from daemon_client.client import Client

@@ -1,6 +1,6 @@
 """``agent.timeline``: follow one agent's timeline live, read its history, or pull a stream.
 
-``subscribe`` and ``stream`` register demand through :mod:`daemon_client.timeline_routing`;
+``subscribe`` and ``stream`` register demand through :mod:`daemon_client.subscriptions.timeline`;
 ``refetch`` and ``pages`` are blocking reads on the caller's thread. A failed read raises
 for that read only: live delivery goes on.
 """
@@ -21,11 +21,11 @@ from daemon_client.protocol.timeline import (
     TimelineUpdate,
     parse_page,
 )
-from daemon_client.timeline_routing import TimelineHandler, TimelineManager, TimelineSubscription
+from daemon_client.subscriptions.timeline import TimelineHandler, TimelineManager, TimelineSubscription
 
 if TYPE_CHECKING:
     from daemon_client.agent_handle import AgentHandle
-    from daemon_client.dispatch import Dispatcher
+    from daemon_client.runtime.dispatch import Dispatcher
 
 DIRECTIONS = ("tail", "before", "after")
 CLIENT_CLOSED = "Daemon client closed"

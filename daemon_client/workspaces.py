@@ -16,7 +16,6 @@ import attrs
 from daemon_client.directory_read import SubscribeArg, read_directory
 from daemon_client.errors import RpcError
 from daemon_client.handles import LocalHandle
-from daemon_client.observations import DirectoryFamily, DirectoryManager, DirectoryObservation
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.directory import (
     WORKSPACE_SORT_KEYS,
@@ -31,6 +30,7 @@ from daemon_client.protocol.directory import (
     sort_to_wire,
 )
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
+from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
 
 if TYPE_CHECKING:
     from daemon_client.client import Client

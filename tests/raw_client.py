@@ -1,6 +1,6 @@
 """A raw test client of the fake daemon: it sends and reads protocol frames as they are.
 
-The tests of :class:`~daemon_client.testing.fake_daemon.FakeDaemon` itself cannot use the real
+The tests of :class:`~daemon_client.testing.fake.daemon.FakeDaemon` itself cannot use the real
 client (that would test one with the other), so they drive the fake with :class:`RawClient`:
 one socket, in memory (a bare ``MemoryTransport``) or on loopback (a websocket-client socket
 against ``fake.serve()``), on which a test sends frames and reads what the fake answers.
@@ -32,8 +32,8 @@ from typing import Any, Protocol, TypeVar
 import pytest
 import websocket
 
-from daemon_client.testing.fake_connection import FakeConnection
-from daemon_client.testing.fake_daemon import FakeDaemon
+from daemon_client.testing.fake.daemon import FakeDaemon
+from daemon_client.testing.fake.engine.connection import FakeConnection
 from daemon_client.transport.base import ConnectParams, FrameRejected, TransportClosed
 from daemon_client.transport.memory import MemoryTransport
 

@@ -6,7 +6,7 @@ loopback port (``fake.serve()``, needs the ``test`` extra for ``websockets``). T
 plugin of this package adds the ``fake_daemon`` and ``fake_client`` fixtures.
 """
 
-from daemon_client.testing.fake_daemon import FakeDaemon, RequestContext
+from daemon_client.testing.fake.daemon import FakeDaemon, RequestContext
 from daemon_client.testing.recording import RecordingHandler
 from daemon_client.testing.threads import assert_no_new_threads, live_threads, no_leaked_threads
 

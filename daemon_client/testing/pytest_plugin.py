@@ -17,7 +17,7 @@ import pytest
 from daemon_client.client import Client
 from daemon_client.config import ReconnectPolicy
 from daemon_client.protocol.hosts import HostKind
-from daemon_client.testing.fake_daemon import FakeDaemon
+from daemon_client.testing.fake.daemon import FakeDaemon
 from daemon_client.testing.threads import assert_no_new_threads, live_threads
 
 

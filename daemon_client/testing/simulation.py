@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake_daemon import FakeDaemon
+    from daemon_client.testing.fake.daemon import FakeDaemon
 
 PROJECT_ROOT = "/home/dev/projects"
 AGENTS: Sequence[tuple[str, str]] = (

@@ -35,7 +35,7 @@ import pytest
 
 import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
-from daemon_client.testing.fake_handlers import RequestContext
+from daemon_client.testing.fake.engine.handlers import RequestContext
 from daemon_client.testing.threads import live_threads
 
 HERE = Path(__file__).resolve().parent

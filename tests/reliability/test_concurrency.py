@@ -389,7 +389,7 @@ def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, mak
     """Regression (BUG_UNION_ORDER, fixed in c438caf): unions were computed under the manager's lock
     but written after it, so a release's ``[]`` could reach the daemon after a newer subscribe's
     ``[a3]`` was acknowledged: a LIVE, ready handle then got nothing (silent loss)."""
-    from daemon_client import membership
+    from daemon_client.subscriptions import membership
 
     send_union = membership.MembershipManager._send_union
 
@@ -422,7 +422,7 @@ def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, mak
 def test_a_subscribe_racing_a_drop_is_established_after_the_reconnect_on_a_selective_host(
     fakes, make_client, monkeypatch
 ) -> None:
-    from daemon_client import membership
+    from daemon_client.subscriptions import membership
 
     fake = fakes("selective")
     fake.agents.upsert("a1")

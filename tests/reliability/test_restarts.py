@@ -26,7 +26,7 @@ import pytest
 
 import daemon_client as dc
 from daemon_client.testing import FakeDaemon
-from daemon_client.testing.fake_connection import FakeConnection
+from daemon_client.testing.fake.engine.connection import FakeConnection
 from daemon_client.testing.threads import live_threads
 from daemon_client.transport.websocket import WebSocketTransport
 

@@ -33,9 +33,9 @@ import pytest
 import trustme
 
 import daemon_client as dc
-from daemon_client.connection import ConnectionOptions
-from daemon_client.handshake import build_hello
 from daemon_client.protocol.models import PasswordAuth
+from daemon_client.runtime.connection import ConnectionOptions
+from daemon_client.runtime.handshake import build_hello
 from daemon_client.testing import RecordingHandler
 from daemon_client.transport.base import ConnectParams, TransportError
 from daemon_client.transport.frames import OP_CLOSE, OP_TEXT, FrameReader

@@ -1,0 +1,219 @@
+"""Ordered delivery of user callbacks, isolated from the reader thread.
+
+The reader (and other internal threads) ``post`` callables; they run one at a time,
+in posting order, on exactly one of:
+
+* the client's dispatcher thread (default);
+* the user's executor (``callback_executor=post_fn``, e.g. ``lambda fn: root.after(0, fn)``):
+  the dispatcher thread hands each callable to ``post_fn`` in order, so a slow
+  ``post_fn`` never stalls the reader;
+* the application's own thread, in ``"manual"`` mode, inside ``process_events()``.
+
+Every exception a callback raises is caught here, logged with its traceback and passed
+to ``on_callback_error``; in strict mode it is also kept for :meth:`raise_errors`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Literal
+
+from daemon_client.errors import CallbackError, WouldDeadlock
+
+Callback = Callable[[], None]
+Executor = Callable[[Callback], object]
+CallbackExecutor = Executor | Literal["manual"] | None
+
+_STOP = object()
+_ids = itertools.count(1)
+
+
+class Dispatcher:
+    """Runs posted callables in order; see the module docstring for where."""
+
+    def __init__(
+        self,
+        *,
+        name: str = "daemon-client-dispatch",
+        executor: CallbackExecutor = None,
+        on_error: Callable[[BaseException], None] | None = None,
+        strict: bool = False,
+        logger: logging.Logger | None = None,
+        slow_callback_seconds: float = 1.0,
+    ) -> None:
+        if executor is not None and executor != "manual" and not callable(executor):
+            raise TypeError("callback_executor must be None, 'manual' or a callable post(fn)")
+        self._name = name
+        self._executor = executor
+        self._on_error = on_error
+        self._strict = strict
+        self._log = logger or logging.getLogger("daemon_client.runtime.dispatch")
+        self._slow = slow_callback_seconds
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._local = threading.local()
+        self._errors: list[BaseException] = []
+        self._errors_lock = threading.Lock()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self._thread_ident: int | None = None
+        self._start_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ posting
+    @property
+    def manual(self) -> bool:
+        return self._executor == "manual"
+
+    @property
+    def pending(self) -> int:
+        """Callables posted and not yet started (approximate)."""
+        return self._queue.qsize()
+
+    def post(self, fn: Callback) -> None:
+        """Queue ``fn`` to run after everything posted before it. Any thread; never blocks."""
+        if self._stopped:
+            return
+        self._queue.put(fn)
+        if self._thread is None and self._executor != "manual":
+            self._start()
+
+    def _start(self) -> None:
+        """Start the dispatcher thread on first use (a client never used starts no thread)."""
+        with self._start_lock:
+            if self._thread is None and not self._stopped:
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+
+    # ------------------------------------------------------------------ running
+    def in_callback(self) -> bool:
+        """True while the current thread is running a callback of this dispatcher."""
+        return getattr(self._local, "depth", 0) > 0
+
+    def on_dispatch_thread(self) -> bool:
+        """True on the thread that delivers callbacks (dispatcher thread or a callback)."""
+        return self.in_callback() or threading.get_ident() == self._thread_ident
+
+    def check_can_wait(self, what: str) -> None:
+        """Raise :class:`WouldDeadlock` if waiting for ``what`` here could never end."""
+        if self.on_dispatch_thread():
+            raise WouldDeadlock(
+                f"{what} is delivered by the callback thread, and this call is running on it: "
+                "the wait could never end. Wait from another thread, or react in a callback."
+            )
+
+    def invoke(self, fn: Callable[..., object], *args: object) -> None:
+        """Call one user callback inside a running job, isolating its errors (callback thread)."""
+        try:
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - isolation is the point
+            self._report(exc, fn)
+
+    def _run(self, fn: Callback) -> None:
+        local = self._local
+        local.depth = getattr(local, "depth", 0) + 1
+        started = time.monotonic()
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - isolation is the point
+            self._report(exc, fn)
+        finally:
+            local.depth -= 1
+        elapsed = time.monotonic() - started
+        if elapsed > self._slow:
+            self._log.warning("callback %r ran for %.2f s; later callbacks waited behind it", fn, elapsed)
+
+    def _report(self, exc: BaseException, fn: object) -> None:
+        self._log.error("callback %r raised", fn, exc_info=exc)
+        if self._strict:
+            with self._errors_lock:
+                self._errors.append(exc)
+        if self._on_error is not None:
+            try:
+                self._on_error(exc)
+            except BaseException:  # noqa: BLE001
+                self._log.exception("on_callback_error raised")
+
+    def _loop(self) -> None:
+        self._thread_ident = threading.get_ident()
+        executor = self._executor
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            fn: Callback = item  # type: ignore[assignment]
+            if executor is None:
+                self._run(fn)
+            else:
+                try:
+                    executor(lambda fn=fn: self._run(fn))  # type: ignore[misc, operator]
+                except BaseException as exc:  # noqa: BLE001
+                    self._report(exc, executor)
+
+    def process_events(self, timeout: float | None = 0.0, max_events: int | None = None) -> int:
+        """Manual mode: run pending callbacks on the calling thread; return how many ran.
+
+        Waits up to ``timeout`` seconds for the first one (``None``: until one arrives),
+        then runs what is queued without waiting, at most ``max_events``.
+        """
+        if not self.manual:
+            raise RuntimeError("process_events() needs Client(callback_executor='manual')")
+        if self.in_callback():
+            raise WouldDeadlock("process_events() was called from inside a callback; return from it instead")
+        ran = 0
+        wait = timeout
+        while max_events is None or ran < max_events:
+            try:
+                item = self._queue.get(timeout=wait) if wait is None or wait > 0 else self._queue.get_nowait()
+            except queue.Empty:
+                break
+            wait = 0.0
+            if item is _STOP:
+                self._queue.put(_STOP)
+                break
+            self._run(item)  # type: ignore[arg-type]
+            ran += 1
+        return ran
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every callable posted before this call has run. False on timeout."""
+        self.check_can_wait("flush_callbacks()")
+        if self.manual:
+            deadline = time.monotonic() + timeout
+            while self._queue.qsize() and time.monotonic() < deadline:
+                self.process_events(0.0)
+            return self._queue.qsize() == 0
+        done = threading.Event()
+        self.post(done.set)
+        return done.wait(timeout)
+
+    # ------------------------------------------------------------------ errors, stop
+    def raise_errors(self) -> None:
+        """Strict mode: raise :class:`CallbackError` for the first callback error kept so far."""
+        with self._errors_lock:
+            errors, self._errors = self._errors, []
+        if errors:
+            first = errors[0]
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise CallbackError(f"a callback raised {type(first).__name__}: {first}{more}") from first
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Run what is queued, then stop. Joins the dispatcher thread (bounded; never the current thread)."""
+        if self._stopped:
+            return
+        self._queue.put(_STOP)
+        with self._start_lock:
+            self._stopped = True
+            thread = self._thread
+        if thread is not None and thread.ident != threading.get_ident():
+            thread.join(timeout)
+            if thread.is_alive():
+                self._log.warning("a callback is still running %.1f s after close(); not waiting for it", timeout)
+
+
+def next_name(prefix: str) -> str:
+    """A unique thread-name prefix per client instance."""
+    return f"{prefix}-{next(_ids)}"

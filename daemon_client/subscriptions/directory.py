@@ -1,0 +1,489 @@
+"""Directory observations: establish, route, restore after reconnects, release.
+
+One :class:`DirectoryManager` per directory family (agents, workspaces) owns every
+:class:`DirectoryObservation` made through one client.
+
+Threads:
+
+* the caller's thread runs ``list()``, ``subscribe()`` and ``release()``;
+* the reader thread runs :meth:`DirectoryManager.route` (an update arrives), the settle
+  hooks of establishment requests, and :meth:`DirectoryManager.restore` (after a
+  reconnect). None of them runs user code or parses large payloads: they decide where a
+  message goes and post jobs;
+* the callback thread runs the posted jobs, in order: they parse (once per message,
+  shared), keep each observation's current view, and call user callbacks.
+
+Host kinds (protocol.md 3, 4.4-4.6): on capable hosts every observation is a server
+observation with a daemon-issued ID, routed by ``subscriptionId`` and released with
+``subscription.release.request``. On selective and broadcast-only hosts the daemon keeps
+one slot per family: observations get local ``legacy:`` IDs, untagged updates fan out to
+every live observation of the family, and release only detaches callbacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from daemon_client.errors import (
+    ClientClosed,
+    ConnectionLost,
+    DaemonClientError,
+    NotConnected,
+    ProtocolError,
+    RequestTimeout,
+    SubscriptionReleased,
+)
+from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.models import SessionMessage
+from daemon_client.runtime.dispatch import Dispatcher
+from daemon_client.runtime.memo import Memo
+from daemon_client.runtime.pushes import RouteTable
+from daemon_client.runtime.requests import CallbackFuture
+
+S = TypeVar("S")  # a list result (snapshot)
+U = TypeVar("U")  # a typed update message
+E = TypeVar("E")  # one entry of a list result
+
+_log = logging.getLogger("daemon_client.subscriptions.directory")
+RELEASE_TIMEOUT = 15.0
+
+
+class ObservationState(enum.Enum):
+    ESTABLISHING = "establishing"
+    LIVE = "live"
+    RESTORING = "restoring"
+    FAILED = "failed"
+    RELEASED = "released"
+
+
+@attrs.frozen
+class DirectoryFamily(Generic[S, U, E]):
+    """What differs between the agent and the workspace directory."""
+
+    name: str
+    update_type: str
+    parse_list: Callable[[Mapping[str, Any]], S]
+    parse_update: Callable[[Mapping[str, Any]], Any]
+    entries: Callable[[S], Iterable[E]]
+    entry_key: Callable[[E], str]
+    apply_update: Callable[[dict[str, E], Any], None]
+    with_entries: Callable[[S, tuple[E, ...], str | None, Any], S]
+
+
+class Callbacks:
+    """One ``subscribe(snapshot=, update=, error=)`` registration."""
+
+    __slots__ = ("active", "error", "snapshot", "update")
+
+    def __init__(
+        self,
+        snapshot: Callable[[Any], object] | None,
+        update: Callable[[Any], object] | None,
+        error: Callable[[BaseException], object] | None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.update = update
+        self.error = error
+        self.active = True
+
+
+class DirectoryObservation(Generic[S]):
+    """A live view of a directory, owned by this client (returned by ``list(subscribe=True)``).
+
+    ``subscription_id`` is issued by the daemon on capable hosts and is local
+    (``legacy:<uuid>``) on older ones; it changes on every re-establishment after a
+    reconnect. Independent filters need a capable (updated) daemon: on older daemons the
+    family has a single server slot, the most recent observation's filter wins, and every
+    live observation of the family sees the updates of that filter.
+    """
+
+    def __init__(self, manager: DirectoryManager[S, Any, Any], message: Mapping[str, Any]) -> None:
+        self._manager = manager
+        self._message = dict(message)
+        self.state = ObservationState.ESTABLISHING
+        self._subscription_id: str | None = None
+        self.capable = False
+        self.ready: Future[S] = CallbackFuture(manager.dispatcher.post)
+        """Resolves to the first snapshot; fails if establishment fails or the client closes."""
+        self.error: BaseException | None = None
+        self._callbacks: tuple[Callbacks, ...] = ()
+        self._view: dict[str, Any] | None = None
+        self._base: Any = None
+        self._first_snapshot: Memo[S] | None = None
+
+    @property
+    def subscription_id(self) -> str | None:
+        """The current ID of this observation (``None`` until established)."""
+        return self._subscription_id
+
+    @property
+    def released(self) -> bool:
+        return self.state is ObservationState.RELEASED
+
+    def current(self) -> S | None:
+        """The current snapshot: the last one received with every later update applied.
+
+        Read it from callbacks (the callback thread keeps it); elsewhere it may lag.
+        """
+        view, base = self._view, self._base
+        if view is None or base is None:
+            return None
+        return self._manager.family.with_entries(base, tuple(view.values()), self._subscription_id, self)
+
+    def subscribe(
+        self,
+        snapshot: Callable[[S], object] | None = None,
+        update: Callable[[Any], object] | None = None,
+        error: Callable[[BaseException], object] | None = None,
+    ) -> Callable[[], None]:
+        """Register callbacks (run on the callback thread); returns a function that removes them.
+
+        ``snapshot`` gets the current snapshot first, then again after every
+        re-establishment; ``update`` gets every later update message in wire order;
+        ``error`` gets a failed re-establishment (the observation is then released).
+        """
+        callbacks = Callbacks(snapshot, update, error)
+        self._manager.dispatcher.post(lambda: self._activate(callbacks))
+
+        def unsubscribe() -> None:
+            callbacks.active = False
+            self._callbacks = tuple(c for c in self._callbacks if c is not callbacks)
+
+        return unsubscribe
+
+    def release(self, timeout: float | None = None) -> None:
+        """End this observation only; blocks until the daemon confirms (capable hosts).
+
+        Callbacks are detached at once. Releasing twice, or after a disconnect, is harmless.
+        """
+        self._manager.release(self, RELEASE_TIMEOUT if timeout is None else timeout)
+
+    def __enter__(self) -> DirectoryObservation[S]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<{self._manager.family.name} observation {self._subscription_id} {self.state.value}>"
+
+    # -------------------------------------------------------------- callback-thread jobs
+    def _activate(self, callbacks: Callbacks) -> None:
+        if not callbacks.active or self.state is ObservationState.RELEASED:
+            return
+        invoke = self._manager.dispatcher.invoke
+        if self.state is ObservationState.FAILED:
+            if callbacks.error is not None and self.error is not None:
+                invoke(callbacks.error, self.error)
+            return
+        current = self.current()
+        if current is not None and callbacks.snapshot is not None:
+            invoke(callbacks.snapshot, current)
+        self._callbacks = (*self._callbacks, callbacks)
+
+    def _reset(self, subscription_id: str, snapshot: Memo[S]) -> None:
+        if self._subscription_id != subscription_id or self.state is not ObservationState.LIVE:
+            return
+        try:
+            result = snapshot.get()
+        except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
+            _log.warning("%r: unreadable snapshot skipped: %s", self, exc)
+            return
+        family = self._manager.family
+        self._base = result
+        self._view = {family.entry_key(entry): entry for entry in family.entries(result)}
+        current = self.current()
+        invoke = self._manager.dispatcher.invoke
+        for callbacks in self._callbacks:
+            if callbacks.active and callbacks.snapshot is not None:
+                invoke(callbacks.snapshot, current)
+
+    def _update(self, subscription_id: str | None, message: Memo[Any]) -> None:
+        if self.state is not ObservationState.LIVE or self._subscription_id != subscription_id:
+            return
+        try:
+            typed = message.get()
+        except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
+            _log.warning("%r: unreadable update skipped: %s", self, exc)
+            return
+        if self._view is not None:
+            self._manager.family.apply_update(self._view, typed)
+        invoke = self._manager.dispatcher.invoke
+        for callbacks in self._callbacks:
+            if callbacks.active and callbacks.update is not None:
+                invoke(callbacks.update, typed)
+
+    def _fail(self, error: BaseException) -> None:
+        invoke = self._manager.dispatcher.invoke
+        for callbacks in self._callbacks:
+            if callbacks.active and callbacks.error is not None:
+                invoke(callbacks.error, error)
+        self._callbacks = ()
+
+
+Submit = Callable[..., Future[dict[str, Any]]]
+
+
+class DirectoryManager(Generic[S, U, E]):
+    """Every observation of one directory family made through one client."""
+
+    def __init__(
+        self,
+        family: DirectoryFamily[S, U, E],
+        *,
+        submit: Submit,
+        host_kind: Callable[[], HostKind | None],
+        reset_transport: Callable[[str], None],
+        dispatcher: Dispatcher,
+    ) -> None:
+        self.family = family
+        self.dispatcher = dispatcher
+        self._submit = submit
+        self._host_kind = host_kind
+        self._reset_transport = reset_transport
+        self._lock = threading.Lock()
+        self._observations: list[DirectoryObservation[S]] = []
+        self._routes: RouteTable[DirectoryObservation[S]] = RouteTable()
+        self._restoring = 0  # legacy re-establishments in flight: untagged updates are dropped
+        self._listeners: tuple[Callable[[Any], object], ...] = ()
+
+    # -------------------------------------------------------------- caller thread
+    def observe(self, message: Mapping[str, Any], timeout: float) -> tuple[DirectoryObservation[S], S]:
+        """Send a subscribing read and wait for the observation it establishes."""
+        observation = DirectoryObservation(self, message)
+        with self._lock:
+            self._observations.append(observation)
+        try:
+            future = self._submit(
+                {**message, "subscribe": {}},
+                timeout,
+                on_settle=lambda payload, error: self._established(observation, payload, error, restored=False),
+            )
+            payload = future.result(timeout + 1.0)
+            snapshot = observation._first_snapshot or Memo(lambda: self.family.parse_list(payload))
+            result = snapshot.get()  # parsed once, shared with the callback thread's first job
+        except BaseException as exc:
+            self._forget(observation, exc)
+            raise
+        finally:
+            observation._first_snapshot = None
+        observation.ready.set_result(result)
+        return observation, result
+
+    def _forget(self, observation: DirectoryObservation[S], error: BaseException) -> None:
+        with self._lock:
+            if observation in self._observations:
+                self._observations.remove(observation)
+            if observation.state is not ObservationState.RELEASED:
+                observation.state = ObservationState.FAILED
+            observation.error = error
+        self._routes.remove(observation.subscription_id)
+        if not observation.ready.done():
+            observation.ready.set_exception(error)
+
+    def find(self, key: str) -> E | None:
+        """The entry ``key`` in a live observation's current view, if any holds it."""
+        with self._lock:
+            observations = list(self._observations)
+        for observation in observations:
+            view = observation._view
+            if observation.state is ObservationState.LIVE and view is not None and key in view:
+                entry: E = view[key]
+                return entry
+        return None
+
+    def add_listener(self, listener: Callable[[Any], object]) -> Callable[[], None]:
+        """A local listener: every update routed to a live observation, once per message."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+        def remove() -> None:
+            with self._lock:
+                self._listeners = tuple(item for item in self._listeners if item is not listener)
+
+        return remove
+
+    def release(self, observation: DirectoryObservation[S], timeout: float) -> None:
+        with self._lock:
+            previous = observation.state
+            if previous is ObservationState.RELEASED:
+                return
+            observation.state = ObservationState.RELEASED
+            if observation in self._observations:
+                self._observations.remove(observation)
+            subscription_id = observation.subscription_id
+        observation._callbacks = ()
+        self._routes.remove(subscription_id)
+        if not observation.ready.done():
+            observation.ready.set_exception(SubscriptionReleased("the observation was released before it was ready"))
+        if not observation.capable or subscription_id is None or previous is not ObservationState.LIVE:
+            return
+        try:
+            future = self._submit({"type": "subscription.release.request", "subscriptionId": subscription_id}, timeout)
+            future.result(timeout + 1.0)
+        except (ConnectionLost, NotConnected, ClientClosed):
+            pass  # the daemon releases what a socket owned when it goes away
+        except (DaemonClientError, FutureTimeout) as exc:
+            _log.warning("releasing %s failed (%s); resetting the connection", subscription_id, exc)
+            self._reset_transport(f"Subscription release failed: {exc}")
+
+    # -------------------------------------------------------------- reader thread
+    def _established(
+        self,
+        observation: DirectoryObservation[S],
+        payload: dict[str, Any] | None,
+        error: BaseException | None,
+        *,
+        restored: bool,
+    ) -> None:
+        kind = self._host_kind()
+        capable = kind is HostKind.CAPABLE
+        if not capable and restored:
+            with self._lock:
+                self._restoring -= 1
+        if error is not None or payload is None:
+            self._establishment_failed(observation, error or ProtocolError("no reply"), restored, capable)
+            return
+        if capable:
+            subscription_id = payload.get("subscriptionId")
+            if not isinstance(subscription_id, str) or not subscription_id:
+                self._establishment_failed(
+                    observation, ProtocolError("the daemon's reply carries no subscriptionId"), restored, capable
+                )
+                return
+        else:
+            subscription_id = f"legacy:{uuid.uuid4()}"
+        with self._lock:
+            if observation.state is ObservationState.RELEASED:
+                stale = True
+            else:
+                stale = False
+                observation.state = ObservationState.LIVE
+                observation.capable = capable
+                observation._subscription_id = subscription_id
+        if stale:
+            if capable:  # released while establishing: free the server side too
+                self._submit({"type": "subscription.release.request", "subscriptionId": subscription_id}, 15.0)
+            return
+        if capable:
+            self._routes.add(subscription_id, observation)
+        memo: Memo[S] = Memo(lambda: self.family.parse_list(payload))
+        if not restored:
+            observation._first_snapshot = memo
+        self.dispatcher.post(lambda: observation._reset(subscription_id, memo))
+
+    def _establishment_failed(
+        self, observation: DirectoryObservation[S], error: BaseException, restored: bool, capable: bool
+    ) -> None:
+        if restored and isinstance(error, ConnectionLost):
+            return  # stays RESTORING: the next reconnect tries again
+        if not restored:
+            return  # observe() raises it to the caller and forgets the observation
+        self._forget(observation, error)
+        _log.warning("re-establishing %r failed: %s", observation, error)
+        self.dispatcher.post(lambda: observation._fail(error))
+        if capable and isinstance(error, RequestTimeout):
+            self._reset_transport("Observation re-establishment timed out")
+
+    def route(self, message: SessionMessage) -> None:
+        """Reader thread: send an update to the observation(s) it belongs to."""
+        payload = message.payload
+        tagged = payload.get("subscriptionId")
+        memo: Memo[Any] = Memo(lambda: self.family.parse_update(payload))
+        if self._host_kind() is HostKind.CAPABLE:
+            target = self._routes.get(tagged) if isinstance(tagged, str) else None
+            if target is None:
+                _log.debug("%s for unknown or released subscription %r dropped", message.type, tagged)
+                return
+            targets: list[DirectoryObservation[S]] = [target]
+            subscription_id: str | None = tagged
+        else:
+            with self._lock:
+                if self._restoring > 0:
+                    _log.debug("%s dropped while the family is being re-established", message.type)
+                    return
+                targets = [o for o in self._observations if o.state is ObservationState.LIVE]
+            subscription_id = None
+        if not targets:
+            _log.debug("%s with no live observation dropped", message.type)
+            return
+        post = self.dispatcher.post
+        for target in targets:
+            # stamped with the ID it is routed under: a job that runs after a re-establishment is dropped
+            post(lambda target=target, sid=subscription_id or target.subscription_id: target._update(sid, memo))  # type: ignore[misc]
+        listeners = self._listeners
+        if listeners:
+            post(lambda: self._notify_listeners(listeners, memo))
+
+    def _notify_listeners(self, listeners: tuple[Callable[[Any], object], ...], memo: Memo[Any]) -> None:
+        try:
+            typed = memo.get()
+        except Exception:  # noqa: BLE001 - a bad payload, not user code
+            return
+        for listener in listeners:
+            self.dispatcher.invoke(listener, typed)
+
+    def restore(self, kind: HostKind, reconnected: bool) -> None:
+        """Reader thread, after every handshake: re-establish live observations in creation order."""
+        if not reconnected:
+            return
+        with self._lock:
+            live = [o for o in self._observations if o.state in (ObservationState.LIVE, ObservationState.RESTORING)]
+            for observation in live:
+                observation.state = ObservationState.RESTORING
+            if kind is not HostKind.CAPABLE:
+                self._restoring += len(live)
+        for observation in live:
+            self._routes.remove(observation.subscription_id)
+            try:
+                self._submit(
+                    {**observation._message, "subscribe": {}},
+                    RELEASE_TIMEOUT,
+                    direct=True,
+                    on_settle=lambda payload, error, o=observation: self._established(o, payload, error, restored=True),
+                )
+            except DaemonClientError as exc:  # not even queued: no settle hook will run
+                _log.debug("re-establishing %r not sent: %s", observation, exc)
+                if kind is not HostKind.CAPABLE:
+                    with self._lock:
+                        self._restoring -= 1
+
+    def on_disconnect(self) -> None:
+        """Reader thread, when a connection ends: live observations wait for re-establishment
+        (a release meanwhile is local: the daemon released what the socket owned)."""
+        with self._lock:
+            for observation in self._observations:
+                if observation.state is ObservationState.LIVE:
+                    observation.state = ObservationState.RESTORING
+
+    def release_all_for_close(self, kind: HostKind) -> list[Future[Any]]:
+        """``close()`` while connected: release every capable observation (futures to await)."""
+        with self._lock:
+            live = [o for o in self._observations if o.state is ObservationState.LIVE and o.capable]
+        futures = []
+        for observation in live:
+            with contextlib.suppress(DaemonClientError):
+                message = {"type": "subscription.release.request", "subscriptionId": observation.subscription_id}
+                futures.append(self._submit(message, 2.0))
+        return futures
+
+    def dispose(self) -> None:
+        """After ``close()``: fail pending ``ready`` futures and detach every callback."""
+        with self._lock:
+            observations, self._observations = self._observations, []
+            self._listeners = ()
+        for observation in observations:
+            observation.state = ObservationState.RELEASED
+            observation._callbacks = ()
+            if not observation.ready.done():
+                observation.ready.set_exception(ClientClosed("Daemon client closed"))

@@ -1,0 +1,96 @@
+"""Event subscriptions: the membership family of ``session.events.set_subscription``
+(protocol.md 7.3, 8.1) and its handle.
+
+Providers and projects observe their pushes through it. Establishment, restore and
+release follow :mod:`daemon_client.subscriptions.membership`; routing runs on the reader thread and
+handlers on the callback thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from daemon_client.protocol.models import SessionMessage
+from daemon_client.subscriptions.membership import Membership, MembershipFamily, MembershipManager
+
+_log = logging.getLogger("daemon_client.subscriptions.events")
+EVENTS = MembershipFamily(
+    name="event",
+    request_type="session.events.set_subscription.request",
+    key_field="events",
+    union_feature="explicitEventSubscriptions",
+)
+
+
+class EventSubscription(Membership):
+    """A subscription to one daemon event stream (e.g. ``providers_snapshot_update``).
+
+    ``handler(value)`` gets each event, parsed, on the callback thread. ``on_restored()``
+    runs after each re-establishment following a reconnect (events sent while
+    disconnected are lost: re-read what you need); ``on_error(exc)`` when establishment
+    fails (the subscription is then released) or the client closes.
+    """
+
+    def __init__(
+        self,
+        manager: EventManager,
+        event: str,
+        handler: Callable[[Any], object],
+        *,
+        on_restored: Callable[[], object] | None = None,
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> None:
+        super().__init__(manager, event)
+        self._handler = handler
+        self._restored_cb = on_restored
+        self._error_cb = on_error
+
+    @property
+    def event(self) -> str:
+        return self.key
+
+    def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
+        try:
+            value = parsed()
+        except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
+            _log.warning("unreadable %s skipped: %s", message.type, exc)
+            return
+        self._manager.dispatcher.invoke(self._handler, value)
+
+    def _on_restored(self) -> None:
+        if self._restored_cb is not None and not self.released:
+            self._manager.dispatcher.invoke(self._restored_cb)
+
+    def _on_failed(self, error: BaseException) -> None:
+        if self._error_cb is not None:
+            self._manager.dispatcher.invoke(self._error_cb, error)
+
+
+class EventManager(MembershipManager[EventSubscription]):
+    """Every event subscription of one client; events are routed by message type."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(EVENTS, *args, **kwargs)
+        self._parsers: dict[str, Callable[[dict[str, Any]], Any]] = {}
+
+    def subscribe(
+        self,
+        event: str,
+        handler: Callable[[Any], object],
+        parse: Callable[[dict[str, Any]], Any],
+        *,
+        on_restored: Callable[[], object] | None = None,
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> EventSubscription:
+        self._parsers[event] = parse
+        return self.add(EventSubscription(self, event, handler, on_restored=on_restored, on_error=on_error))
+
+    def route_event(self, message: SessionMessage) -> None:
+        """Reader thread: a push of a subscribable event type."""
+        parse = self._parsers.get(message.type)
+        if parse is None:
+            return
+        payload = message.payload
+        self.route(message, message.type, lambda _sid: parse(payload))

@@ -1,0 +1,476 @@
+"""Membership subscriptions: demand for one key (an agent's timeline, an event stream) that
+the daemon acknowledges, per host kind; routing of their frames; restore; release
+(protocol.md 6.6, 6.7, 7.3, 8.1, 10.6).
+
+A :class:`MembershipFamily` names the request (``agent.timeline.set_subscription.request``
+with ``agentIds``, or ``session.events.set_subscription.request`` with ``events``) and the
+feature flag of its union RPC. Modes, decided at every handshake:
+
+* ``owned`` (capable hosts): one request per handle with its key, each acknowledged with
+  its own ``subscriptionId``; frames routed by that ID; release with
+  ``subscription.release.request``.
+* ``union`` (selective hosts with the family's flag): the sorted union of the keys of every
+  live handle, sent as a set-replace whenever it changes (finally ``[]``); a handle is
+  ready once an acknowledged union covers its key; untagged frames routed by key.
+* ``broadcast`` (other hosts): nothing is sent; frames are routed by key; a handle is
+  ready once attached while connected.
+
+Threads: ``subscribe``/``release`` on the caller's thread; acknowledgement hooks, routing,
+the restore and disconnect hooks on the reader thread (they only post jobs); handlers run
+on the callback thread. The manager's lock is never held while sending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from daemon_client.errors import (
+    ClientClosed,
+    ConnectionLost,
+    DaemonClientError,
+    NotConnected,
+    ProtocolError,
+    RequestTimeout,
+    SubscriptionReleased,
+)
+from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.models import ServerInfo, SessionMessage
+from daemon_client.runtime.dispatch import Dispatcher
+from daemon_client.runtime.memo import Memo
+from daemon_client.runtime.pushes import RouteTable
+from daemon_client.runtime.requests import CallbackFuture
+
+_log = logging.getLogger("daemon_client.subscriptions.membership")
+RELEASE = "subscription.release.request"
+CONTROL_TIMEOUT = 15.0
+
+
+class Mode(enum.Enum):
+    OWNED = "owned"
+    UNION = "union"
+    BROADCAST = "broadcast"
+
+
+class State(enum.Enum):
+    PENDING = "pending"  # waits for a connection
+    ESTABLISHING = "establishing"
+    LIVE = "live"
+    RELEASED = "released"
+
+
+@attrs.frozen
+class MembershipFamily:
+    """What differs between timeline and event memberships."""
+
+    name: str
+    request_type: str
+    key_field: str
+    union_feature: str
+
+    def mode(self, kind: HostKind, info: ServerInfo | None) -> Mode:
+        if kind is HostKind.CAPABLE:
+            return Mode.OWNED
+        if kind is HostKind.SELECTIVE and info is not None and info.feature(self.union_feature):
+            return Mode.UNION
+        return Mode.BROADCAST
+
+
+@attrs.frozen
+class MembershipAck:
+    """What ``ready`` resolves to: the acknowledgement of this handle's demand."""
+
+    keys: tuple[str, ...]
+    subscription_id: str
+    request_id: str | None = None
+
+    @property
+    def agent_ids(self) -> tuple[str, ...]:
+        """The keys of a timeline membership are agent IDs."""
+        return self.keys
+
+
+class Membership:
+    """One handle's demand for one key. Subclasses say what their handler receives.
+
+    ``ready`` resolves on this handle's own acknowledgement; ``subscription_id`` changes
+    on every re-establishment. Calling the object releases it without waiting;
+    ``release()`` waits for the teardown. Also a context manager.
+    """
+
+    def __init__(self, manager: MembershipManager[Any], key: str) -> None:
+        self._manager = manager
+        self.key = key
+        self.state = State.PENDING
+        self._subscription_id: str | None = None
+        self.ever_ready = False
+        self.generation = 0
+        """Counts establishments; jobs posted for an older one are dropped when they run."""
+        self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post)
+        self._teardown: Future[dict[str, Any]] | None = None
+
+    @property
+    def subscription_id(self) -> str | None:
+        return self._subscription_id
+
+    @property
+    def released(self) -> bool:
+        return self.state is State.RELEASED
+
+    def __call__(self) -> None:
+        """Release the demand without waiting for the daemon."""
+        self._manager.release(self, wait=None)
+
+    def release(self, timeout: float | None = None) -> None:
+        """Release and wait for the teardown (capable: the release reply; selective: the
+        shrunken union's acknowledgement; broadcast-only: local detach). Harmless twice."""
+        self._manager.release(self, wait=CONTROL_TIMEOUT if timeout is None else timeout)
+
+    def __enter__(self: M) -> M:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.key} {self._subscription_id} {self.state.value}>"
+
+    # Callback-thread hooks, overridden by subclasses.
+    def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
+        """A routed frame (only called while live); ``parsed()`` gives its typed form."""
+
+    def _on_restored(self) -> None:
+        """Re-established after a reconnect (never on first establishment)."""
+
+    def _on_failed(self, error: BaseException) -> None:
+        """Establishment failed (the handle is released), or the client closed."""
+
+
+M = TypeVar("M", bound=Membership)
+
+
+class MembershipManager(Generic[M]):
+    """Every membership of one family made through one client."""
+
+    def __init__(
+        self,
+        family: MembershipFamily,
+        *,
+        submit: Callable[..., Future[dict[str, Any]]],
+        server_info: Callable[[], ServerInfo | None],
+        reset_transport: Callable[[str], None],
+        dispatcher: Dispatcher,
+    ) -> None:
+        self.family = family
+        self._submit = submit
+        self._server_info = server_info
+        self._reset_transport = reset_transport
+        self.dispatcher = dispatcher
+        self._lock = threading.Lock()
+        self._subs: list[M] = []
+        self._mode: Mode | None = None
+        self._acked: frozenset[str] = frozenset()
+        self._sent_union: frozenset[str] | None = None
+        self._routes: RouteTable[M] = RouteTable()
+        self._union_lock = threading.Lock()  # a union is computed and written under it, in order
+        self._ever_sent_union = False
+        self._by_key: dict[str, tuple[M, ...]] = {}
+
+    @property
+    def mode(self) -> Mode | None:
+        """The mode of the current connection (``None`` while not connected)."""
+        return self._mode
+
+    # -------------------------------------------------------------- caller thread
+    def add(self, sub: M) -> M:
+        """Register a new handle and establish it now, or at the next handshake."""
+        with self._lock:
+            self._subs.append(sub)
+            mode = self._mode
+            if mode is not None:
+                sub.state = State.ESTABLISHING
+        if mode is not None:
+            self._establish([sub], mode, direct=False)
+        return sub
+
+    def release(self, sub: Membership, *, wait: float | None) -> None:
+        with self._lock:
+            previous, teardown = sub.state, sub._teardown
+        if previous is State.RELEASED:
+            if teardown is not None and wait is not None:  # released without waiting: wait now
+                self._await_teardown(sub, teardown, wait)
+            return
+        with self._lock:
+            if sub.state is State.RELEASED:
+                return
+            sub.state = State.RELEASED
+            if sub in self._subs:
+                self._subs.remove(sub)
+            self._unroute_locked(sub)
+            mode = self._mode
+        if not sub.ready.done():
+            sub.ready.set_exception(SubscriptionReleased(f"{self.family.name} subscription released before ready"))
+        future: Future[dict[str, Any]] | None = None
+        try:
+            if mode is Mode.OWNED and previous is State.LIVE and sub.subscription_id:
+                future = self._submit({"type": RELEASE, "subscriptionId": sub.subscription_id}, CONTROL_TIMEOUT)
+            elif mode is Mode.UNION:
+                future = self._sync_union(direct=False)
+        except (ConnectionLost, NotConnected, ClientClosed):
+            return
+        if future is None:
+            return
+        sub._teardown = future
+        if wait is not None:
+            self._await_teardown(sub, future, wait)
+
+    def _await_teardown(self, sub: Membership, future: Future[dict[str, Any]], wait: float) -> None:
+        try:
+            future.result(wait + 1.0)
+        except (ConnectionLost, NotConnected, ClientClosed):
+            pass
+        except (DaemonClientError, FutureTimeout) as exc:
+            _log.warning("releasing %r failed (%s); resetting the connection", sub, exc)
+            self._reset_transport(f"Subscription release failed: {exc}")
+
+    # -------------------------------------------------------------- establishment
+    def _establish(self, subs: list[M], mode: Mode, *, direct: bool) -> None:
+        if mode is Mode.BROADCAST:
+            for sub in subs:
+                self._go_live(sub, f"legacy:{uuid.uuid4()}", None)
+        elif mode is Mode.OWNED:
+            for sub in subs:
+                try:
+                    self._submit(
+                        {"type": self.family.request_type, self.family.key_field: [sub.key]},
+                        CONTROL_TIMEOUT,
+                        direct=direct,
+                        on_settle=lambda payload, error, sub=sub: self._owned_ack(sub, payload, error),
+                    )
+                except (ConnectionLost, NotConnected):
+                    self._back_to_pending(sub)
+                except ClientClosed:
+                    return
+        else:
+            try:
+                sent = self._sync_union(direct=direct)
+            except (ConnectionLost, NotConnected):
+                for sub in subs:
+                    self._back_to_pending(sub)
+                return
+            if sent is None:  # unchanged: those covered by the acknowledged union are ready at once
+                self._union_ack(self._acked, {}, None)
+
+    def _sync_union(self, *, direct: bool) -> Future[dict[str, Any]] | None:
+        """Send the current union if it changed; computing and writing happen under one lock so
+        that concurrent changes reach the daemon in the order they were computed."""
+        with self._union_lock:
+            with self._lock:
+                union = self._union_locked()
+            if union is None:
+                return None
+            self._ever_sent_union = True
+            try:
+                return self._send_union(union, direct=direct)
+            except DaemonClientError:
+                with self._lock:  # not sent: the next attempt must not take it for the current union
+                    if self._sent_union == union:
+                        self._sent_union = None
+                raise
+
+    def _union_locked(self) -> frozenset[str] | None:
+        """The union of live demand, or ``None`` if it equals what was last sent."""
+        union = frozenset(s.key for s in self._subs if s.state in (State.ESTABLISHING, State.LIVE))
+        if union == self._sent_union:
+            return None
+        self._sent_union = union
+        return union
+
+    def _send_union(self, union: frozenset[str], *, direct: bool) -> Future[dict[str, Any]]:
+        return self._submit(
+            {"type": self.family.request_type, self.family.key_field: sorted(union)},
+            CONTROL_TIMEOUT,
+            direct=direct,
+            on_settle=lambda payload, error: self._union_ack(union, payload, error),
+        )
+
+    def _back_to_pending(self, sub: Membership) -> None:
+        with self._lock:
+            if sub.state is State.ESTABLISHING:
+                sub.state = State.PENDING
+
+    # -------------------------------------------------------------- reader thread
+    def _owned_ack(self, sub: M, payload: dict[str, Any] | None, error: BaseException | None) -> None:
+        if error is None and payload is not None:
+            subscription_id = payload.get("subscriptionId")
+            if isinstance(subscription_id, str) and subscription_id:
+                self._go_live(sub, subscription_id, payload.get("requestId"))
+                return
+            error = ProtocolError(f"the daemon acknowledged the {self.family.name} subscription without an ID")
+        self._failed(sub, error or ProtocolError("no acknowledgement"))
+
+    def _union_ack(self, union: frozenset[str], payload: dict[str, Any] | None, error: BaseException | None) -> None:
+        with self._lock:
+            waiting = [s for s in self._subs if s.state is State.ESTABLISHING and s.key in union]
+            if error is None:
+                self._acked = union
+            elif self._sent_union == union:
+                self._sent_union = self._acked  # the daemon kept the last acknowledged union
+        for sub in waiting:
+            if error is None:
+                self._go_live(sub, f"legacy:{uuid.uuid4()}", (payload or {}).get("requestId"))
+            else:
+                self._failed(sub, error)
+
+    def _go_live(self, sub: M, subscription_id: str, request_id: Any) -> None:
+        with self._lock:
+            stale = sub.state is State.RELEASED
+            if not stale:
+                sub.state = State.LIVE
+                sub._subscription_id = subscription_id
+                sub.generation += 1
+                generation = sub.generation
+                self._route_locked(sub)
+            mode = self._mode
+        if stale:
+            if mode is Mode.OWNED:
+                self._submit({"type": RELEASE, "subscriptionId": subscription_id}, CONTROL_TIMEOUT)
+            return
+        if sub.ever_ready:
+            self.dispatcher.post(lambda: sub._on_restored() if sub.generation == generation else None)
+        else:
+            sub.ever_ready = True
+            sub.ready.set_result(
+                MembershipAck((sub.key,), subscription_id, request_id if isinstance(request_id, str) else None)
+            )
+
+    def _failed(self, sub: M, error: BaseException) -> None:
+        if isinstance(error, ConnectionLost):
+            self._back_to_pending(sub)  # tried again after the next handshake
+            return
+        with self._lock:
+            if sub.state is State.RELEASED:
+                return
+            sub.state = State.RELEASED
+            if sub in self._subs:
+                self._subs.remove(sub)
+            self._unroute_locked(sub)
+            mode = self._mode
+        _log.warning("%s subscription for %s failed: %s", self.family.name, sub.key, error)
+        self.dispatcher.post(lambda: sub._on_failed(error))
+        if not sub.ready.done():
+            sub.ready.set_exception(error)
+        if mode is Mode.OWNED and isinstance(error, RequestTimeout):
+            self._reset_transport(f"{self.family.name} subscription establishment timed out")
+
+    def _route_locked(self, sub: M) -> None:
+        if sub.subscription_id and self._mode is Mode.OWNED:
+            self._routes.add(sub.subscription_id, sub)
+        current = self._by_key.get(sub.key, ())
+        if sub not in current:
+            self._by_key = {**self._by_key, sub.key: (*current, sub)}
+
+    def _unroute_locked(self, sub: Membership) -> None:
+        self._routes.remove(sub.subscription_id)
+        current = tuple(s for s in self._by_key.get(sub.key, ()) if s is not sub)
+        table = dict(self._by_key)
+        if current:
+            table[sub.key] = current
+        else:
+            table.pop(sub.key, None)
+        self._by_key = table
+
+    def targets(self, key: str, tagged: object, *, by_key_if_untagged: bool = False) -> tuple[M, ...]:
+        """Reader thread: the live handles a frame belongs to."""
+        if self._mode is Mode.OWNED and (tagged is not None or not by_key_if_untagged):
+            target = self._routes.get(tagged) if isinstance(tagged, str) else None
+            return (target,) if target is not None else ()
+        return self._by_key.get(key, ())
+
+    def route(self, message: SessionMessage, key: str, parse: Callable[[str | None], Any]) -> None:
+        """Reader thread: post a frame to its handles, parsed once (lazily, on the callback
+        thread) for all of them; ``parse(subscription_id)`` stamps the first handle's ID."""
+        targets = self.targets(key, message.payload.get("subscriptionId"))
+        if not targets:
+            return
+        post = self.dispatcher.post
+        first = targets[0]
+        if len(targets) == 1:  # the common case: parse on the callback thread, no sharing needed
+            generation = first.generation
+            post(lambda: deliver(first, message, lambda: parse(first.subscription_id), generation))
+            return
+        memo: Memo[Any] = Memo(lambda: parse(first.subscription_id))
+        for sub in targets:
+            post(lambda sub=sub, gen=sub.generation: deliver(sub, message, memo.get, gen))  # type: ignore[misc]
+
+    def on_disconnect(self) -> None:
+        """Reader thread, when a connection ends: everything must be established again."""
+        with self._lock:
+            self._mode = None
+            self._acked = frozenset()
+            self._sent_union = None
+            for sub in self._subs:
+                if sub.state is State.LIVE:
+                    sub.state = State.PENDING
+                    self._unroute_locked(sub)
+
+    def restore(self, kind: HostKind, reconnected: bool) -> None:
+        """Reader thread, after each handshake: establish pending and restore lost memberships."""
+        mode = self.family.mode(kind, self._server_info())
+        with self._lock:
+            self._mode = mode
+            pending = [s for s in self._subs if s.state is State.PENDING]
+            for sub in pending:
+                sub.state = State.ESTABLISHING
+        if pending:
+            self._establish(pending, mode, direct=True)
+        elif mode is Mode.UNION and reconnected and self._ever_sent_union:
+            # the resumed server session may still hold an older union: set it to the current one
+            with contextlib.suppress(ConnectionLost, NotConnected, ClientClosed):
+                self._sync_union(direct=True)
+
+    def release_for_close(self, kind: HostKind) -> list[Future[Any]]:
+        """``close()`` while connected: drop the daemon-side demand (best effort)."""
+        with self._lock:
+            mode, live = self._mode, [s for s in self._subs if s.state is State.LIVE]
+            union_live = self._sent_union
+        futures: list[Future[Any]] = []
+        try:
+            if mode is Mode.OWNED:
+                for sub in live:
+                    futures.append(self._submit({"type": RELEASE, "subscriptionId": sub.subscription_id}, 2.0))
+            elif mode is Mode.UNION and union_live:
+                futures.append(self._submit({"type": self.family.request_type, self.family.key_field: []}, 2.0))
+        except DaemonClientError:
+            pass
+        return futures
+
+    def dispose(self) -> None:
+        """After ``close()``: fail pending ``ready`` futures and tell every live handle."""
+        with self._lock:
+            subs, self._subs = self._subs, []
+            self._by_key = {}
+        closed = ClientClosed("Daemon client closed")
+        for sub in subs:
+            sub.state = State.RELEASED
+            if not sub.ready.done():
+                sub.ready.set_exception(closed)
+            self.dispatcher.post(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]
+
+
+def deliver(sub: Membership, message: SessionMessage, parsed: Callable[[], Any], generation: int) -> None:
+    """Callback thread: a frame reaches a handle that is still live on the connection it came
+    from (``parsed()`` gives its typed form, computed once however many handles share it).
+    Frames of an older connection are dropped: its ``subscription_restored`` tells the
+    handler to catch up from its cursor instead."""
+    if sub.state is State.LIVE and sub.generation == generation:
+        sub._on_frame(message, parsed)

@@ -1,0 +1,103 @@
+"""Timeline subscriptions: the membership family of ``agent.timeline.set_subscription``
+(protocol.md 6.6, 6.7), its handle, and the routing of ``agent_stream`` and
+``agent.timeline.replacement`` frames.
+
+The generic establishment, restore and release logic lives in
+:mod:`daemon_client.subscriptions.membership`. Routing runs on the reader thread; handlers run on the
+callback thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from daemon_client.protocol.models import SessionMessage
+from daemon_client.protocol.timeline import (
+    Replacement,
+    SubscriptionError,
+    SubscriptionRestored,
+    TimelineUpdate,
+    parse_stream_payload,
+)
+from daemon_client.subscriptions.membership import (
+    Membership,
+    MembershipAck,
+    MembershipFamily,
+    MembershipManager,
+    State,
+    deliver,
+)
+
+_log = logging.getLogger("daemon_client.timeline")
+TimelineHandler = Callable[[TimelineUpdate], object]
+TimelineAck = MembershipAck
+TIMELINE = MembershipFamily(
+    name="timeline",
+    request_type="agent.timeline.set_subscription.request",
+    key_field="agentIds",
+    union_feature="selectiveAgentTimeline",
+)
+
+
+class TimelineSubscription(Membership):
+    """One handle's demand for one agent's timeline (``agent.timeline.subscribe(handler)``).
+
+    ``ready`` resolves on this handle's own acknowledgement; ``subscription_id`` changes
+    on every re-establishment. Calling the object releases it without waiting;
+    ``release()`` waits for the teardown. Also a context manager.
+    """
+
+    def __init__(self, manager: TimelineManager, agent_id: str, handler: TimelineHandler) -> None:
+        super().__init__(manager, agent_id)
+        self._handler = handler
+
+    @property
+    def agent_id(self) -> str:
+        return self.key
+
+    def _emit(self, update: TimelineUpdate) -> None:
+        self._manager.dispatcher.invoke(self._handler, update)
+
+    def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
+        if message.type == "agent.timeline.replacement":
+            epoch = str(message.payload.get("epoch", ""))
+            self._emit(TimelineUpdate(self.key, Replacement(epoch), subscription_id=self.subscription_id))
+            return
+        try:
+            update: TimelineUpdate = parsed()
+        except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
+            _log.warning("unreadable agent_stream frame skipped: %s", exc)
+            return
+        if update.subscription_id != self.subscription_id:  # shared by several handles of one agent
+            update = attrs.evolve(update, subscription_id=self.subscription_id)
+        self._emit(update)
+
+    def _on_restored(self) -> None:
+        if self.state is State.LIVE:
+            self._emit(TimelineUpdate(self.key, SubscriptionRestored(), subscription_id=self.subscription_id))
+
+    def _on_failed(self, error: BaseException) -> None:
+        self._emit(TimelineUpdate(self.key, SubscriptionError(str(error))))
+
+
+class TimelineManager(MembershipManager[TimelineSubscription]):
+    """Every timeline subscription of one client."""
+
+    def subscribe(self, agent_id: str, handler: TimelineHandler) -> TimelineSubscription:
+        return self.add(TimelineSubscription(self, agent_id, handler))
+
+    def route_stream(self, message: SessionMessage) -> None:
+        """Reader thread: an ``agent_stream`` frame, routed by tag (capable) or ``agentId``."""
+        payload = message.payload
+        self.route(message, str(payload.get("agentId", "")), lambda sid: parse_stream_payload(payload, sid))
+
+    def route_replacement(self, message: SessionMessage) -> None:
+        """Reader thread: ``agent.timeline.replacement``, by tag when present, else by ``agentId``."""
+        payload = message.payload
+        targets = self.targets(str(payload.get("agentId", "")), payload.get("subscriptionId"), by_key_if_untagged=True)
+        for sub in targets:
+            self.dispatcher.post(lambda sub=sub, gen=sub.generation: deliver(sub, message, lambda: None, gen))  # type: ignore[misc]

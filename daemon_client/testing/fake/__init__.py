@@ -1,0 +1,1 @@
+"""The fake daemon: a scriptable daemon side of the Paseo protocol, in memory or on a loopback port."""

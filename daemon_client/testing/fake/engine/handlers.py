@@ -1,0 +1,363 @@
+"""Request handling of the fake daemon: validation, the handler registry, ``RequestContext``, built-ins.
+
+Owns the validation and dispatch of session requests (:func:`dispatch_session_frame`), the
+table of known request schemas (required fields, protocol.md sections 4-9), the
+:class:`HandlerRegistry` keyed by request type, the reply naming rule (protocol.md 2.2) and
+the built-in handlers. Other modules extend every new fake with :func:`register_extension`
+or one fake with ``fake.registry.register(...)``.
+
+Handlers run on the reader thread of the connection that received the request (a
+``fake-daemon-mem-*`` thread in memory, a websockets handler thread on loopback), never
+while the fake's lock is held; the registry itself may be changed from any thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from daemon_client.protocol.hosts import HostKind
+
+if TYPE_CHECKING:
+    from daemon_client.testing.fake.daemon import FakeDaemon
+    from daemon_client.testing.fake.engine.connection import FakeConnection
+    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+
+__all__ = [
+    "KNOWN_REQUESTS",
+    "DisconnectHook",
+    "Handler",
+    "HandlerRegistry",
+    "RequestContext",
+    "RequestSchema",
+    "default_registry",
+    "dispatch_session_frame",
+    "epoch_ms",
+    "invalid_message",
+    "register_extension",
+    "reply_type_for",
+    "zod_issue",
+]
+
+_log = logging.getLogger("daemon_client.testing.fake.daemon")
+
+Handler = Callable[["RequestContext"], None]
+"""A request handler: answers (or deliberately does not answer) one request."""
+
+DisconnectHook = Callable[["FakeConnection"], None]
+"""Called on the reader thread after a connection ended and left its session."""
+
+
+@attrs.frozen
+class RequestSchema:
+    """What the fake validates before a handler runs (protocol.md 1.8)."""
+
+    request_type: str
+    required: tuple[str, ...] = ()
+    """Fields besides ``requestId`` that must be present."""
+    request_id_optional: bool = False
+    """``True`` for requests such as ``cancel_agent_request`` whose ``requestId`` may be absent."""
+
+
+def _schemas(*entries: RequestSchema) -> dict[str, RequestSchema]:
+    return {entry.request_type: entry for entry in entries}
+
+
+KNOWN_REQUESTS: Mapping[str, RequestSchema] = _schemas(
+    RequestSchema("ping"),
+    RequestSchema("fetch_agents_request"),
+    RequestSchema("fetch_agent_request", ("agentId",)),
+    RequestSchema("fetch_agent_history_request"),
+    RequestSchema("fetch_agent_timeline_request", ("agentId",)),
+    RequestSchema("fetch_workspaces_request"),
+    RequestSchema("create_agent_request", ("config",)),
+    RequestSchema("agent.create.request", ("config",)),
+    RequestSchema("creation.subscribe.request", ("idempotencyKey",)),
+    RequestSchema("send_agent_message_request", ("agentId", "text")),
+    RequestSchema("wait_for_finish_request", ("agentId",)),
+    RequestSchema("cancel_agent_request", ("agentId",), request_id_optional=True),
+    RequestSchema("archive_agent_request", ("agentId",)),
+    RequestSchema("delete_agent_request", ("agentId",)),
+    RequestSchema("update_agent_request", ("agentId",)),
+    RequestSchema("refresh_agent_request", ("agentId",)),
+    RequestSchema("clear_agent_attention", ("agentId",), request_id_optional=True),
+    RequestSchema("agent_permission_response", ("agentId", "response")),
+    RequestSchema("agent.timeline.set_subscription.request", ("agentIds",)),
+    RequestSchema("session.events.set_subscription.request", ("events",)),
+    RequestSchema("subscription.release.request", ("subscriptionId",)),
+    RequestSchema("get_providers_snapshot_request"),
+    RequestSchema("refresh_providers_snapshot_request"),
+    RequestSchema("list_available_providers_request"),
+    RequestSchema("list_provider_models_request", ("provider",)),
+    RequestSchema("list_provider_modes_request", ("provider",)),
+    RequestSchema("provider_diagnostic_request", ("provider",)),
+    RequestSchema("project.list.request"),
+    RequestSchema("open_project_request", ("cwd",)),
+    RequestSchema("archive_workspace_request", ("workspaceId",)),
+)
+"""Request types the fake knows the shape of. A known type without a handler is answered
+like an unknown one (``rpc_error`` ``unknown_schema``), as an older daemon would."""
+
+_REPLY_EXCEPTIONS: Mapping[str, str] = {
+    "ping": "pong",
+    "archive_agent_request": "agent_archived",
+    "delete_agent_request": "agent_deleted",
+    "subscribe_terminals_request": "terminals_changed",
+}
+
+
+def reply_type_for(request_type: str) -> str:
+    """The reply type of protocol.md 2.2: ``X_request`` -> ``X_response``, ``X.request`` -> ``X.response``."""
+    if request_type in _REPLY_EXCEPTIONS:
+        return _REPLY_EXCEPTIONS[request_type]
+    if request_type.endswith("_request"):
+        return request_type[: -len("_request")] + "_response"
+    if request_type.endswith(".request"):
+        return request_type[: -len(".request")] + ".response"
+    if "/" in request_type:
+        return request_type + "/response"
+    return request_type + "_response"
+
+
+def epoch_ms() -> int:
+    """Wall-clock time in epoch milliseconds, as the daemon's ``serverReceivedAt``."""
+    return time.time_ns() // 1_000_000
+
+
+class HandlerRegistry:
+    """Handlers and schemas keyed by request type; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._handlers: dict[str, Handler] = {}
+        self._schemas: dict[str, RequestSchema] = dict(KNOWN_REQUESTS)
+        self._disconnect_hooks: list[DisconnectHook] = []
+
+    def register(
+        self,
+        request_type: str,
+        handler: Handler,
+        *,
+        required: Iterable[str] | None = None,
+        request_id_optional: bool | None = None,
+    ) -> None:
+        """Install ``handler`` for ``request_type``, replacing any previous one.
+
+        ``required``/``request_id_optional`` change the validation; ``None`` keeps the
+        known schema (or, for a type the fake does not know, requires only ``requestId``).
+        """
+        with self._lock:
+            old = self._schemas.get(request_type, RequestSchema(request_type))
+            self._schemas[request_type] = RequestSchema(
+                request_type,
+                tuple(required) if required is not None else old.required,
+                old.request_id_optional if request_id_optional is None else request_id_optional,
+            )
+            self._handlers[request_type] = handler
+
+    def handler(
+        self, request_type: str, *, required: Iterable[str] | None = None, request_id_optional: bool | None = None
+    ) -> Callable[[Handler], Handler]:
+        """Decorator form of :meth:`register`."""
+
+        def decorate(func: Handler) -> Handler:
+            self.register(request_type, func, required=required, request_id_optional=request_id_optional)
+            return func
+
+        return decorate
+
+    def unregister(self, request_type: str) -> None:
+        """Remove the handler; the type is then answered as unknown (``unknown_schema``)."""
+        with self._lock:
+            self._handlers.pop(request_type, None)
+
+    def handler_for(self, request_type: str) -> Handler | None:
+        with self._lock:
+            return self._handlers.get(request_type)
+
+    def schema_for(self, request_type: str) -> RequestSchema | None:
+        with self._lock:
+            return self._schemas.get(request_type)
+
+    @property
+    def request_types(self) -> frozenset[str]:
+        """Types that currently have a handler."""
+        with self._lock:
+            return frozenset(self._handlers)
+
+    def add_disconnect_hook(self, hook: DisconnectHook) -> None:
+        """Run ``hook(connection)`` whenever a connection ends (e.g. to release what it owned)."""
+        with self._lock:
+            self._disconnect_hooks.append(hook)
+
+    @property
+    def disconnect_hooks(self) -> tuple[DisconnectHook, ...]:
+        with self._lock:
+            return tuple(self._disconnect_hooks)
+
+
+@attrs.define(eq=False)
+class RequestContext:
+    """One request being handled; passed to every :data:`Handler`."""
+
+    message: dict[str, Any]
+    """The inner session message, fields flat beside ``type`` (as the client sent it)."""
+    request_type: str
+    request_id: str | None
+    connection: FakeConnection
+    replied: bool = False
+
+    @property
+    def core(self) -> DaemonCore:
+        return self.connection.core
+
+    @property
+    def daemon(self) -> FakeDaemon:
+        """The :class:`FakeDaemon` serving this request (for extension state)."""
+        return self.connection.core.daemon
+
+    @property
+    def session(self) -> Session | None:
+        return self.connection.session
+
+    @property
+    def host_kind(self) -> HostKind:
+        return self.connection.core.config.host_kind
+
+    def reply(self, payload: Mapping[str, Any], type: str | None = None) -> None:
+        """Answer with a session message; ``requestId`` is added to the payload.
+
+        The type defaults to the naming rule of protocol.md 2.2. Capable hosts send it to the
+        requesting socket only, legacy hosts to every socket of the session.
+        """
+        body: dict[str, Any] = dict(payload)
+        if self.request_id is not None and "requestId" not in body:
+            body = {"requestId": self.request_id, **body}
+        self.replied = True
+        self.connection.send_session(type or reply_type_for(self.request_type), body)
+
+    def rpc_error(self, error: str, code: str | None = None) -> None:
+        """Answer with ``rpc_error {requestId, requestType, error, code?}``."""
+        payload: dict[str, Any] = {"requestType": self.request_type, "error": error}
+        if code is not None:
+            payload["code"] = code
+        self.reply(payload, type="rpc_error")
+
+    def send(self, message_type: str, payload: Mapping[str, Any]) -> None:
+        """Send a non-reply session message with the same routing as :meth:`reply`."""
+        self.connection.send_session(message_type, dict(payload))
+
+
+def _handle_session_ping(ctx: RequestContext) -> None:
+    received_at = epoch_ms()
+    payload: dict[str, Any] = {}
+    if "clientSentAt" in ctx.message:
+        payload["clientSentAt"] = ctx.message["clientSentAt"]
+    payload["serverReceivedAt"] = received_at
+    payload["serverSentAt"] = max(received_at, epoch_ms())
+    ctx.reply(payload, type="pong")
+
+
+def install_builtin_handlers(registry: HandlerRegistry) -> None:
+    """The handlers every fake starts with: the session ``ping``."""
+    registry.register("ping", _handle_session_ping)
+
+
+def zod_issue(path: Sequence[str], expected: str) -> dict[str, Any]:
+    """One validation issue in the shape the daemon prints (zod, transcript 09 L9)."""
+    return {"code": "invalid_type", "expected": expected, "received": "undefined", "path": list(path),
+            "message": "Required"}  # fmt: skip
+
+
+def invalid_message(issues: list[dict[str, Any]]) -> str:
+    return "Invalid message: " + json.dumps(issues, indent=2)
+
+
+def iso_now() -> str:
+    ms = epoch_ms()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+
+
+def dispatch_session_frame(connection: FakeConnection, frame: Mapping[str, Any]) -> None:
+    """Validate a ``session`` frame (after hello) and run its handler (protocol.md 1.8, transcript 09).
+
+    Order: malformed envelope, injected failure, ignored type, unknown type or missing field
+    (``rpc_error`` ``unknown_schema`` with a ``requestId``, else a ``status`` error), handler.
+    """
+    message = frame.get("message")
+    if not isinstance(message, dict):
+        connection.send_status_error(invalid_message([zod_issue(["message"], "object")]))
+        return
+    message_type = message.get("type")
+    raw_id = message.get("requestId")
+    request_id = raw_id if isinstance(raw_id, str) else None
+    if not isinstance(message_type, str):
+        if request_id is not None:
+            connection.send_rpc_error(request_id, None, "Unknown request schema", "unknown_schema", to_session=False)
+        else:
+            connection.send_status_error(invalid_message([zod_issue(["message", "type"], "string")]))
+        return
+    core = connection.core
+    failure = core.take_failure(message_type) if request_id is not None else None
+    if request_id is not None and failure is not None:
+        connection.send_rpc_error(request_id, message_type, failure[0], failure[1])
+        return
+    if core.is_ignored(message_type):
+        return
+    schema = core.registry.schema_for(message_type)
+    handler = core.registry.handler_for(message_type)
+    missing = [] if schema is None else [name for name in schema.required if name not in message]
+    if request_id is None and (schema is None or not schema.request_id_optional):
+        missing.insert(0, "requestId")
+    if missing or handler is None or schema is None:
+        if request_id is not None:
+            error, code = "Unknown request schema", "unknown_schema"
+            connection.send_rpc_error(request_id, message_type, error, code, to_session=False)
+            return
+        unknown = {"code": "invalid_union_discriminator", "path": ["message", "type"],
+                   "message": f"Unknown request type {message_type!r}"}  # fmt: skip
+        issues = [zod_issue(["message", name], "string") for name in missing] or [unknown]
+        connection.send_status_error(invalid_message(issues))
+        return
+    ctx = RequestContext(message=message, request_type=message_type, request_id=request_id, connection=connection)
+    try:
+        handler(ctx)
+    except Exception as exc:  # noqa: BLE001 - a failing handler is reported as the daemon does
+        _log.debug("fake daemon: handler for %s failed", message_type, exc_info=True)
+        detail = f"Request failed: {str(exc) or type(exc).__name__}"
+        if request_id is not None:
+            connection.send_rpc_error(request_id, message_type, detail, "handler_error")
+        log = {"id": str(uuid.uuid4()), "timestamp": iso_now(), "type": "error", "content": detail}
+        connection.send_session("activity_log", log)
+
+
+_EXTENSIONS_LOCK = threading.Lock()
+_EXTENSIONS: list[Callable[[HandlerRegistry], None]] = [install_builtin_handlers]
+
+
+def register_extension(installer: Callable[[HandlerRegistry], None]) -> Callable[[HandlerRegistry], None]:
+    """Add ``installer`` to the set applied to the registry of every fake created afterwards.
+
+    Usable as a decorator by modules that add agents, timelines, workspaces and so on.
+    """
+    with _EXTENSIONS_LOCK:
+        if installer not in _EXTENSIONS:
+            _EXTENSIONS.append(installer)
+    return installer
+
+
+def default_registry() -> HandlerRegistry:
+    """A new registry with the built-in handlers and every registered extension installed."""
+    registry = HandlerRegistry()
+    with _EXTENSIONS_LOCK:
+        installers = list(_EXTENSIONS)
+    for install in installers:
+        install(registry)
+    return registry

@@ -1,0 +1,1 @@
+"""The fake daemon's agent timelines."""

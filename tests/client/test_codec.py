@@ -1,0 +1,217 @@
+"""The codec and models: wire naming, tolerance, and every frame of the 0.1.65 transcripts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from daemon_client.errors import ProtocolError
+from daemon_client.protocol import (
+    CLIENT_CAPABILITIES,
+    Hello,
+    HelloRejected,
+    MalformedFrame,
+    PasswordAuth,
+    Pong,
+    RpcErrorPayload,
+    SessionMessage,
+    SessionPong,
+    UnknownMessage,
+    decode_frame,
+    encode_hello,
+    encode_session,
+    parse_server_info,
+    reply_for,
+    structure,
+)
+from daemon_client.protocol.codec import redact_hello, to_camel
+from daemon_client.protocol.hosts import HostKind, decide_host_kind
+
+from ..conftest import TRANSCRIPTS
+
+
+def transcript_lines() -> list[tuple[str, int, dict[str, Any]]]:
+    lines = []
+    for path in sorted(TRANSCRIPTS.glob("*.jsonl")):
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            lines.append((path.name, number, json.loads(line)))
+    return lines
+
+
+def test_transcripts_are_present() -> None:
+    assert len(list(TRANSCRIPTS.glob("*.jsonl"))) == 12
+
+
+def test_every_recorded_daemon_frame_decodes() -> None:
+    """Every frame the 0.1.65 daemon sent decodes; replies, errors and server_info parse to models."""
+    counts: dict[str, int] = {}
+    for name, number, line in transcript_lines():
+        if line["dir"] != "in" or "frame" not in line:
+            continue
+        frame = decode_frame(json.dumps(line["frame"]))
+        where = f"{name}:{number}"
+        assert not isinstance(frame, UnknownMessage), where
+        if isinstance(frame, Pong):
+            counts["pong"] = counts.get("pong", 0) + 1
+            continue
+        assert isinstance(frame, SessionMessage), where
+        counts[frame.type] = counts.get(frame.type, 0) + 1
+        payload = frame.payload
+        if frame.type == "status" and payload["status"] == "server_info":
+            info = parse_server_info(payload)
+            assert info.server_id == "srv_demo0000000"
+            assert info.version == "0.1.65-beta.5"
+            assert info.hostname == "devbox"
+            assert info.protocol_version is None
+            assert decide_host_kind(info.features) is HostKind.BROADCAST
+        elif frame.type == "rpc_error":
+            error = structure(payload, RpcErrorPayload)
+            assert error.code in {"unknown_schema", "invalid_message"}, where
+            assert error.request_id.startswith("req-")
+        elif frame.type == "pong":
+            pong = structure(payload, SessionPong)
+            assert pong.server_received_at is not None
+            assert pong.server_sent_at is not None
+    # the transcripts cover these message kinds; all of them decoded above
+    for kind in [
+        "status",
+        "pong",
+        "agent_update",
+        "agent_stream",
+        "rpc_error",
+        "fetch_agents_response",
+        "fetch_agent_timeline_response",
+        "providers_snapshot_update",
+        "workspace_update",
+    ]:
+        assert counts.get(kind, 0) > 0, kind
+
+
+def test_recorded_session_pong_without_client_sent_at() -> None:
+    lines = [line for name, _, line in transcript_lines() if name == "01-handshake.jsonl"]
+    pongs = [decode_frame(json.dumps(line["frame"])) for line in lines if line["dir"] == "in" and "frame" in line]
+    typed = [structure(f.payload, SessionPong) for f in pongs if isinstance(f, SessionMessage) and f.type == "pong"]
+    assert [p.client_sent_at is None for p in typed] == [False, True]
+
+
+def test_client_frames_in_transcripts_use_the_documented_hello_shape() -> None:
+    hellos = [line["frame"] for _, _, line in transcript_lines() if line.get("frame", {}).get("type") == "hello"]
+    ours = json.loads(encode_hello(Hello(client_id="fixture-01-c1", app_version="0.1.65")))
+    assert ours == hellos[0]  # the recorded hello, byte for byte once parsed
+
+
+def test_hello_wire_shape_and_redaction() -> None:
+    text = encode_hello(
+        Hello(client_id="c", app_version="0.1.65", capabilities=CLIENT_CAPABILITIES, auth=PasswordAuth("s3cret"))
+    )
+    frame = json.loads(text)
+    assert frame["type"] == "hello"
+    assert frame["clientType"] == "cli"
+    assert frame["protocolVersion"] == 1
+    assert frame["auth"] == {"kind": "password", "password": "s3cret"}
+    assert frame["capabilities"]["owned_subscriptions"] is True
+    assert "compact_provider_snapshots" not in frame["capabilities"]
+    assert "s3cret" not in redact_hello(text)
+    assert "s3cret" not in repr(PasswordAuth("s3cret"))
+
+
+def test_session_envelope() -> None:
+    assert json.loads(encode_session({"type": "fetch_agent_request", "requestId": "r1", "agentId": "a"})) == {
+        "type": "session",
+        "message": {"type": "fetch_agent_request", "requestId": "r1", "agentId": "a"},
+    }
+
+
+def test_session_message_without_payload_uses_flat_fields() -> None:
+    frame = decode_frame('{"type":"session","message":{"type":"x","requestId":"r","a":1}}')
+    assert frame == SessionMessage("x", {"requestId": "r", "a": 1})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "[1,2]",
+        '"text"',
+        '{"type":"session"}',
+        '{"type":"session","message":[]}',
+        '{"type":"session","message":{"payload":{}}}',
+        '{"type":"session","message":{"type":"x","payload":[1]}}',
+    ],
+)
+def test_malformed_frames_raise_malformed(text: str) -> None:
+    with pytest.raises(MalformedFrame):
+        decode_frame(text)
+
+
+def test_unknown_and_special_top_level_frames() -> None:
+    unknown = decode_frame('{"type":"brand_new","x":1}')
+    assert isinstance(unknown, UnknownMessage)
+    assert unknown.type == "brand_new"
+    assert unknown.raw == {"type": "brand_new", "x": 1}
+    assert decode_frame('{"type":"pong"}') == Pong()
+    rejected = decode_frame('{"type":"hello.rejected","reason":"incorrect_password","accepts":["password"]}')
+    assert rejected == HelloRejected(reason="incorrect_password", accepts=("password",))
+
+
+def test_unknown_fields_are_tolerated_and_blank_names_become_none() -> None:
+    info = parse_server_info(
+        {
+            "status": "server_info",
+            "serverId": "s",
+            "hostname": " ",
+            "version": "",
+            "brandNew": {"x": 1},
+            "features": {"ownedSubscriptions": True, "futureFlag": "yes"},
+        }
+    )
+    assert info.hostname is None
+    assert info.version is None
+    assert info.feature("ownedSubscriptions")
+    assert not info.feature("futureFlag")
+    assert not info.feature("absent")
+
+
+def test_wrong_field_types_raise_protocol_error_naming_the_field() -> None:
+    with pytest.raises(ProtocolError, match="server_received_at"):
+        structure({"requestId": "r", "serverReceivedAt": "soon"}, SessionPong)
+
+
+def test_camel_case_mapping() -> None:
+    assert to_camel("server_id") == "serverId"
+    assert to_camel("request_type") == "requestType"
+    assert to_camel("type") == "type"
+
+
+@pytest.mark.parametrize(
+    ("request_type", "reply_type", "statuses"),
+    [
+        ("fetch_agents_request", "fetch_agents_response", None),
+        ("subscription.release.request", "subscription.release.response", None),
+        ("a/b", "a/b/response", None),
+        ("ping", "pong", None),
+        ("create_agent_request", "status", {"agent_created", "agent_create_failed"}),
+        ("archive_agent_request", "agent_archived", None),
+    ],
+)
+def test_reply_naming_rule(request_type: str, reply_type: str, statuses: set[str] | None) -> None:
+    matcher = reply_for(request_type)
+    assert matcher.type == reply_type
+    assert (set(matcher.statuses) if matcher.statuses else None) == statuses
+
+
+@pytest.mark.parametrize(
+    ("features", "kind"),
+    [
+        ({"ownedSubscriptions": True, "selectiveAgentTimeline": True}, HostKind.CAPABLE),
+        ({"selectiveAgentTimeline": True}, HostKind.SELECTIVE),
+        ({"explicitEventSubscriptions": True}, HostKind.SELECTIVE),
+        ({"providersSnapshot": True}, HostKind.BROADCAST),
+        ({}, HostKind.BROADCAST),
+        ({"ownedSubscriptions": "true"}, HostKind.BROADCAST),
+    ],
+)
+def test_host_kind_decision(features: dict[str, object], kind: HostKind) -> None:
+    assert decide_host_kind(features) is kind

@@ -1,0 +1,298 @@
+"""Timeline subscriptions, local events and history reads, on every host kind."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+import daemon_client as dc
+from daemon_client.testing import FakeDaemon, RecordingHandler
+
+from ..conftest import KINDS
+
+SET = "agent.timeline.set_subscription.request"
+
+
+def _frames(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
+    return [f["message"] for f in fake.received if f.get("type") == "session" and f["message"]["type"] == message_type]
+
+
+@pytest.fixture
+def setup(fakes, make_client):
+    def make(kind: str, **options: Any) -> tuple[FakeDaemon, dc.Client, str]:
+        fake = fakes(kind)
+        client = make_client(fake, **options)
+        client.connect()
+        agent_id = fake.agents.upsert(title="streamer")["id"]
+        return fake, client, agent_id
+
+    return make
+
+
+def _rows(updates: list[dc.TimelineUpdate]) -> list[int]:
+    return [u.seq for u in updates if u.type == "timeline" and u.seq is not None]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_ready_and_live_events(setup, kind: str) -> None:
+    fake, client, agent_id = setup(kind)
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    sub = client.agents.ref(agent_id).timeline.subscribe(seen)
+    ack = sub.ready.result(5)
+    assert ack.subscription_id == sub.subscription_id
+    assert ack.agent_ids == (agent_id,)
+    sent = _frames(fake, SET)
+    if kind == "capable":
+        assert sent == [{"type": SET, "agentIds": [agent_id], "requestId": sent[0]["requestId"]}]
+        assert not sub.subscription_id.startswith("legacy:")
+    elif kind == "selective":
+        assert [m["agentIds"] for m in sent] == [[agent_id]]
+        assert sub.subscription_id.startswith("legacy:")
+    else:
+        assert sent == []
+        assert sub.subscription_id.startswith("legacy:")
+    fake.timeline.append(agent_id, {"type": "assistant_message", "text": "Hel"})
+    fake.timeline.emit(agent_id, {"type": "turn_completed", "provider": "mock"})
+    first, second = seen.wait_for(2)
+    assert first.type == "timeline"
+    assert isinstance(first.event, dc.TimelineEvent)
+    assert first.event.item == dc.AssistantMessage(text="Hel")
+    assert first.seq == 1
+    assert first.epoch == fake.timeline.epoch(agent_id)
+    assert first.subscription_id == sub.subscription_id
+    assert isinstance(second.event, dc.TurnCompleted)
+    assert second.seq is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_other_agents_frames_are_not_delivered(setup, kind: str) -> None:
+    fake, client, agent_id = setup(kind)
+    other = fake.agents.upsert(title="other")["id"]
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    client.agents.ref(agent_id).timeline.subscribe(seen).ready.result(5)
+    fake.timeline.append(other, {"type": "assistant_message", "text": "not for you"})
+    fake.timeline.append(agent_id, {"type": "assistant_message", "text": "for you"})
+    assert seen.wait_for(1)[0].event.item.text == "for you"
+    client.ping()
+    assert client.flush_callbacks()
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_handles_on_one_agent_and_release_of_one(setup, kind: str) -> None:
+    fake, client, agent_id = setup(kind)
+    timeline = client.agents.ref(agent_id).timeline
+    first_seen, second_seen = RecordingHandler("first"), RecordingHandler("second")
+    first, second = timeline.subscribe(first_seen), timeline.subscribe(second_seen)
+    first.ready.result(5)
+    second.ready.result(5)
+    assert first.subscription_id != second.subscription_id
+    fake.timeline.append(agent_id, {"type": "reasoning", "text": "hmm"})
+    assert first_seen.wait_for(1)[0].subscription_id == first.subscription_id
+    assert second_seen.wait_for(1)[0].subscription_id == second.subscription_id
+    first.release()
+    assert first.released
+    if kind == "capable":
+        assert _frames(fake, "subscription.release.request")[-1]["subscriptionId"] == first.subscription_id
+    elif kind == "selective":
+        assert [m["agentIds"] for m in _frames(fake, SET)] == [[agent_id]]  # still needed by the second
+    fake.timeline.append(agent_id, {"type": "reasoning", "text": "more"})
+    assert second_seen.wait_for(2)[1].event.item.text == "more"
+    client.ping()
+    assert client.flush_callbacks()
+    assert len(first_seen) == 1
+    second()  # calling releases without waiting
+    if kind == "selective":
+        second.release()  # waits for the teardown; harmless after the call
+        assert [m["agentIds"] for m in _frames(fake, SET)] == [[agent_id], []]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_subscription_restored_after_reconnect(setup, kind: str) -> None:
+    fake, client, agent_id = setup(kind)
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    sub = client.agents.ref(agent_id).timeline.subscribe(seen)
+    sub.ready.result(5)
+    fake.timeline.append(agent_id, {"type": "assistant_message", "text": "before"})
+    seen.wait_for(1)
+    old_id = sub.subscription_id
+    fake.drop_connections()
+    restored = seen.wait_for(predicate=lambda u: u.type == "subscription_restored", timeout=10)[0]
+    assert restored.subscription_id == sub.subscription_id != old_id
+    assert restored.agent_id == agent_id
+    fake.timeline.append(agent_id, {"type": "assistant_message", "text": "after"})
+    seen.wait_for(3)
+    assert [u.type for u in seen.items] == ["timeline", "subscription_restored", "timeline"]
+    assert seen.items[2].subscription_id == sub.subscription_id
+    assert _frames(fake, "fetch_agent_timeline_request") == []  # nothing fetched, nothing replayed
+    assert sub.ready.result(0).subscription_id == old_id  # ready stays as first resolved
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_restored_event_on_first_establishment_even_before_connect(fakes, make_client, kind: str) -> None:
+    fake = fakes(kind)
+    agent_id = fake.agents.upsert(title="early")["id"]
+    client = make_client(fake)
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    sub = client.agents.ref(agent_id).timeline.subscribe(seen)
+    assert not sub.ready.done()
+    client.connect()
+    sub.ready.result(5)
+    fake.timeline.append(agent_id, {"type": "todo", "items": [{"text": "a", "completed": False}]})
+    assert seen.wait_for(1)[0].event.item.items[0].text == "a"
+    assert [u.type for u in seen.items] == ["timeline"]
+
+
+def test_replacement_carries_the_new_epoch_and_refetch_returns_it(setup) -> None:
+    fake, client, agent_id = setup("capable")
+    agent = client.agents.ref(agent_id)
+    for n in range(3):
+        fake.timeline.append(agent_id, {"type": "assistant_message", "text": f"{n}"})
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    agent.timeline.subscribe(seen).ready.result(5)
+    old_epoch = agent.timeline.refetch().epoch
+    fake.timeline.replace_history(agent_id)
+    replacement = seen.wait_for(predicate=lambda u: u.type == "replacement")[0]
+    assert isinstance(replacement.event, dc.Replacement)
+    assert replacement.event.epoch == fake.timeline.epoch(agent_id) != old_epoch
+    page = agent.timeline.refetch(limit=0)
+    assert page.epoch == replacement.event.epoch
+    stale = agent.timeline.refetch("after", dc.TimelineCursor(old_epoch, 1))
+    assert stale.reset
+    assert stale.stale_cursor
+
+
+@pytest.mark.parametrize("kind", ["capable", "selective"])
+def test_establishment_failure_gives_an_error_event_and_releases(setup, kind: str) -> None:
+    fake, client, agent_id = setup(kind)
+    fake.fail_next(SET, error="no timeline for you", code="handler_error")
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    sub = client.agents.ref(agent_id).timeline.subscribe(seen)
+    with pytest.raises(dc.RpcError, match="no timeline for you"):
+        sub.ready.result(5)
+    error = seen.wait_for(1)[0]
+    assert error.type == "error"
+    assert "no timeline for you" in error.event.error
+    assert sub.released
+    fake.timeline.append(agent_id, {"type": "reasoning", "text": "x"})
+    client.ping()
+    assert client.flush_callbacks()
+    assert len(seen) == 1
+    retry = client.agents.ref(agent_id).timeline.subscribe(seen)  # a new subscription is the retry
+    retry.ready.result(5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_failed_refetch_leaves_live_delivery_running(setup, kind: str) -> None:
+    fake, client, agent_id = setup(kind)
+    agent = client.agents.ref(agent_id)
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    agent.timeline.subscribe(seen).ready.result(5)
+    fake.fail_next("fetch_agent_timeline_request", error="history unavailable")
+    with pytest.raises(dc.RpcError, match="history unavailable"):
+        agent.timeline.refetch()
+    fake.timeline.append(agent_id, {"type": "assistant_message", "text": "still here"})
+    assert seen.wait_for(1)[0].event.item.text == "still here"
+    with pytest.raises(dc.RpcError, match="Agent not found"):
+        client.agents.ref("no-such-agent").timeline.refetch()
+
+
+@pytest.mark.parametrize("projection", ["canonical", "projected"])
+def test_paging_reads_a_long_history_exactly_once_each_way(setup, projection: str) -> None:
+    fake, client, agent_id = setup("capable")
+    for n in range(1000):
+        fake.timeline.append(agent_id, {"type": "todo", "items": [{"text": str(n), "completed": False}]})
+    timeline = client.agents.ref(agent_id).timeline
+    backwards = [
+        e.seq_start for page in timeline.pages("before", limit=100, projection=projection) for e in page.entries
+    ]
+    forwards = [e.seq_start for page in timeline.pages("after", limit=100, projection=projection) for e in page.entries]
+    assert sorted(backwards) == list(range(1, 1001))
+    assert forwards == list(range(1, 1001))
+    assert len(set(backwards)) == 1000
+
+
+def test_refetch_defaults_cursor_limits_and_validation(setup) -> None:
+    fake, client, agent_id = setup("broadcast")
+    for text in ["The answ", "er is 42.", ""]:
+        fake.timeline.append(agent_id, {"type": "assistant_message", "text": text})
+    timeline = client.agents.ref(agent_id).timeline
+    tail = timeline.refetch(limit=0)
+    assert len(tail.entries) == 1
+    assert tail.entries[0].collapsed == ("assistant_merge",)
+    assert dc.join_messages(tail.entries) == ["The answer is 42."]
+    canonical = timeline.refetch(projection="canonical", limit=0)
+    assert [e.seq_start for e in canonical.entries] == [1, 2, 3]
+    after = timeline.refetch(cursor=dc.TimelineCursor(tail.epoch, 1))
+    assert after.direction == "after"
+    sent = _frames(fake, "fetch_agent_timeline_request")[-1]
+    assert sent == {
+        "type": "fetch_agent_timeline_request",
+        "agentId": agent_id,
+        "cursor": {"epoch": tail.epoch, "seq": 1},
+        "requestId": sent["requestId"],
+    }
+    with pytest.raises(ValueError, match="direction"):
+        timeline.refetch("sideways")
+    with pytest.raises(ValueError, match="limit"):
+        timeline.refetch(limit=-1)
+
+
+def test_stream_pulls_updates_on_the_callers_thread(setup) -> None:
+    fake, client, agent_id = setup("selective")
+    timeline = client.agents.ref(agent_id).timeline
+    with timeline.stream(timeout=5) as stream:
+        stream.subscription.ready.result(5)
+        fake.timeline.append(agent_id, {"type": "assistant_message", "text": "a"})
+        fake.timeline.emit(agent_id, {"type": "turn_completed", "provider": "mock"})
+        got = []
+        for update in stream:
+            got.append(update.type)
+            if update.type == "turn_completed":
+                break
+    assert got == ["timeline", "turn_completed"]
+    assert stream.subscription.released
+    assert stream.next(timeout=0.05) is None
+
+
+def test_close_fails_pending_ready_and_tells_live_handlers(fakes, make_client) -> None:
+    fake = fakes("capable")
+    agent_id = fake.agents.upsert(title="a")["id"]
+    client = make_client(fake)
+    pending = client.agents.ref(agent_id).timeline.subscribe(lambda u: None)
+    client.close()
+    with pytest.raises(dc.ClientClosed):
+        pending.ready.result(5)
+    other = make_client(fake)
+    other.connect()
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    live = other.agents.ref(agent_id).timeline.subscribe(seen)
+    live.ready.result(5)
+    other.close()
+    event = seen.wait_for(1)[0]
+    assert event.type == "error"
+    assert event.event.error == "Daemon client closed"
+    assert _frames(fake, "subscription.release.request")[-1]["subscriptionId"] == live.subscription_id
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_handlers_that_block_or_release_do_not_stall_others(setup, kind: str) -> None:
+    fake, client, agent_id = setup(kind)
+    timeline = client.agents.ref(agent_id).timeline
+    released = threading.Event()
+    holder: dict[str, dc.TimelineSubscription] = {}
+
+    def release_self(update: dc.TimelineUpdate) -> None:
+        holder["sub"].release()
+        released.set()
+
+    holder["sub"] = timeline.subscribe(release_self)
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    timeline.subscribe(seen).ready.result(5)
+    holder["sub"].ready.result(5)
+    fake.timeline.append(agent_id, {"type": "reasoning", "text": "1"})
+    fake.timeline.append(agent_id, {"type": "reasoning", "text": "2"})
+    assert released.wait(5)
+    assert len(seen.wait_for(2)) == 2

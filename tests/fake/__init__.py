@@ -1,0 +1,1 @@
+"""Tests of the shipped fake daemon, driven by a raw WebSocket client."""

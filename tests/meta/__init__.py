@@ -1,0 +1,1 @@
+"""Tests of what surrounds the package: docs, examples, the CLI, the bench, the pytest plugin."""
