@@ -11,90 +11,101 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from daemon_client.agent_create import AgentConfig
-    from daemon_client.agent_handle import AgentHandle, RunResult
-    from daemon_client.client import Client, connect
-    from daemon_client.config import DEFAULT_APP_VERSION, DEFAULT_URL, Heartbeat, ReconnectPolicy
-    from daemon_client.errors import (
-        AgentCreateError,
-        AuthenticationError,
-        CallbackError,
-        ClientClosed,
-        ConnectionLost,
-        ConnectTimeout,
-        DaemonClientError,
-        NotConnected,
-        ProtocolError,
-        ProtocolVersionError,
-        ProvidersNotReady,
-        RequestTimeout,
-        RpcError,
-        SubscriptionReleased,
-        UnsupportedByHost,
-        WouldDeadlock,
-    )
-    from daemon_client.projects import ProjectCache, ProjectChange
-    from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, Checkout, ProjectPlacement
-    from daemon_client.protocol.directory import (
-        AgentFilter,
-        AgentListResult,
-        AgentUpdate,
-        DirectoryMessage,
-        Page,
-        PageInfo,
-        Sort,
-        SubscribeOptions,
-        WorkspaceFilter,
-        WorkspaceListResult,
-        WorkspaceUpdate,
-    )
-    from daemon_client.protocol.hosts import HostKind
-    from daemon_client.protocol.models import ServerInfo, SessionMessage, SessionPong, UnknownMessage
-    from daemon_client.protocol.projects import ProjectList, ProjectSync, ProjectUpdate
-    from daemon_client.protocol.providers import (
-        AvailableProvider,
-        ProviderEntry,
-        ProviderModel,
-        ProviderSnapshot,
-        ProviderSnapshotUpdate,
-        ThinkingOption,
-    )
-    from daemon_client.protocol.timeline import (
-        AssistantMessage,
-        AttentionRequired,
-        Compaction,
-        ErrorItem,
-        Notification,
-        PermissionRequested,
-        PermissionResolved,
-        Reasoning,
-        Replacement,
-        SubscriptionError,
-        SubscriptionRestored,
-        ThreadStarted,
-        TimelineCursor,
-        TimelineEntry,
-        TimelineEvent,
-        TimelinePage,
-        TimelineUpdate,
-        Todo,
-        ToolCall,
-        TurnCanceled,
-        TurnCompleted,
-        TurnFailed,
-        TurnStarted,
-        UnknownEvent,
-        UnknownItem,
-        UserMessage,
-        join_messages,
-    )
-    from daemon_client.protocol.workspaces import WorkspaceDescriptor, WorkspaceProjectDescriptor
-    from daemon_client.state import ConnectionState
-    from daemon_client.subscriptions.directory import DirectoryObservation
-    from daemon_client.subscriptions.events import EventSubscription
-    from daemon_client.subscriptions.timeline import TimelineAck, TimelineSubscription
-    from daemon_client.timeline import AgentTimeline, TimelineStream
-    from daemon_client.workspaces import WorkspaceHandle
+    from daemon_client.agent_create import AgentConfig as AgentConfig
+    from daemon_client.agent_handle import AgentHandle as AgentHandle
+    from daemon_client.agent_handle import RunResult as RunResult
+    from daemon_client.client import Client as Client
+    from daemon_client.client import connect as connect
+    from daemon_client.config import DEFAULT_APP_VERSION as DEFAULT_APP_VERSION
+    from daemon_client.config import DEFAULT_URL as DEFAULT_URL
+    from daemon_client.config import Heartbeat as Heartbeat
+    from daemon_client.config import ReconnectPolicy as ReconnectPolicy
+    from daemon_client.errors import AgentCreateError as AgentCreateError
+    from daemon_client.errors import AuthenticationError as AuthenticationError
+    from daemon_client.errors import CallbackError as CallbackError
+    from daemon_client.errors import ClientClosed as ClientClosed
+    from daemon_client.errors import ConnectionLost as ConnectionLost
+    from daemon_client.errors import ConnectionUnavailable as ConnectionUnavailable
+    from daemon_client.errors import ConnectTimeout as ConnectTimeout
+    from daemon_client.errors import DaemonClientError as DaemonClientError
+    from daemon_client.errors import NotConnected as NotConnected
+    from daemon_client.errors import ProtocolError as ProtocolError
+    from daemon_client.errors import ProtocolVersionError as ProtocolVersionError
+    from daemon_client.errors import ProvidersNotReady as ProvidersNotReady
+    from daemon_client.errors import RequestTimeout as RequestTimeout
+    from daemon_client.errors import RpcError as RpcError
+    from daemon_client.errors import SubscriptionReleased as SubscriptionReleased
+    from daemon_client.errors import UnsupportedByHost as UnsupportedByHost
+    from daemon_client.errors import WouldDeadlock as WouldDeadlock
+    from daemon_client.errors import check_reply as check_reply
+    from daemon_client.projects import ProjectCache as ProjectCache
+    from daemon_client.projects import ProjectChange as ProjectChange
+    from daemon_client.protocol.agents import AgentEntry as AgentEntry
+    from daemon_client.protocol.agents import AgentSnapshot as AgentSnapshot
+    from daemon_client.protocol.agents import Checkout as Checkout
+    from daemon_client.protocol.agents import ProjectPlacement as ProjectPlacement
+    from daemon_client.protocol.directory import AgentFilter as AgentFilter
+    from daemon_client.protocol.directory import AgentListResult as AgentListResult
+    from daemon_client.protocol.directory import AgentUpdate as AgentUpdate
+    from daemon_client.protocol.directory import DirectoryMessage as DirectoryMessage
+    from daemon_client.protocol.directory import Page as Page
+    from daemon_client.protocol.directory import PageInfo as PageInfo
+    from daemon_client.protocol.directory import Sort as Sort
+    from daemon_client.protocol.directory import SubscribeOptions as SubscribeOptions
+    from daemon_client.protocol.directory import WorkspaceFilter as WorkspaceFilter
+    from daemon_client.protocol.directory import WorkspaceListResult as WorkspaceListResult
+    from daemon_client.protocol.directory import WorkspaceUpdate as WorkspaceUpdate
+    from daemon_client.protocol.hosts import HostKind as HostKind
+    from daemon_client.protocol.models import ServerInfo as ServerInfo
+    from daemon_client.protocol.models import SessionMessage as SessionMessage
+    from daemon_client.protocol.models import SessionPong as SessionPong
+    from daemon_client.protocol.models import UnknownMessage as UnknownMessage
+    from daemon_client.protocol.projects import ProjectList as ProjectList
+    from daemon_client.protocol.projects import ProjectSync as ProjectSync
+    from daemon_client.protocol.projects import ProjectUpdate as ProjectUpdate
+    from daemon_client.protocol.providers import AvailableProvider as AvailableProvider
+    from daemon_client.protocol.providers import ProviderEntry as ProviderEntry
+    from daemon_client.protocol.providers import ProviderModel as ProviderModel
+    from daemon_client.protocol.providers import ProviderSnapshot as ProviderSnapshot
+    from daemon_client.protocol.providers import ProviderSnapshotUpdate as ProviderSnapshotUpdate
+    from daemon_client.protocol.providers import ThinkingOption as ThinkingOption
+    from daemon_client.protocol.timeline import AssistantMessage as AssistantMessage
+    from daemon_client.protocol.timeline import AttentionRequired as AttentionRequired
+    from daemon_client.protocol.timeline import Compaction as Compaction
+    from daemon_client.protocol.timeline import ErrorItem as ErrorItem
+    from daemon_client.protocol.timeline import Notification as Notification
+    from daemon_client.protocol.timeline import PermissionRequested as PermissionRequested
+    from daemon_client.protocol.timeline import PermissionResolved as PermissionResolved
+    from daemon_client.protocol.timeline import Reasoning as Reasoning
+    from daemon_client.protocol.timeline import Replacement as Replacement
+    from daemon_client.protocol.timeline import SubscriptionError as SubscriptionError
+    from daemon_client.protocol.timeline import SubscriptionRestored as SubscriptionRestored
+    from daemon_client.protocol.timeline import ThreadStarted as ThreadStarted
+    from daemon_client.protocol.timeline import TimelineCursor as TimelineCursor
+    from daemon_client.protocol.timeline import TimelineEntry as TimelineEntry
+    from daemon_client.protocol.timeline import TimelineEvent as TimelineEvent
+    from daemon_client.protocol.timeline import TimelinePage as TimelinePage
+    from daemon_client.protocol.timeline import TimelineUpdate as TimelineUpdate
+    from daemon_client.protocol.timeline import Todo as Todo
+    from daemon_client.protocol.timeline import ToolCall as ToolCall
+    from daemon_client.protocol.timeline import TurnCanceled as TurnCanceled
+    from daemon_client.protocol.timeline import TurnCompleted as TurnCompleted
+    from daemon_client.protocol.timeline import TurnFailed as TurnFailed
+    from daemon_client.protocol.timeline import TurnStarted as TurnStarted
+    from daemon_client.protocol.timeline import UnknownEvent as UnknownEvent
+    from daemon_client.protocol.timeline import UnknownItem as UnknownItem
+    from daemon_client.protocol.timeline import UserMessage as UserMessage
+    from daemon_client.protocol.timeline import join_messages as join_messages
+    from daemon_client.protocol.workspaces import WorkspaceDescriptor as WorkspaceDescriptor
+    from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor as WorkspaceProjectDescriptor
+    from daemon_client.state import ConnectionState as ConnectionState
+    from daemon_client.subscriptions.directory import DirectoryObservation as DirectoryObservation
+    from daemon_client.subscriptions.events import EventSubscription as EventSubscription
+    from daemon_client.subscriptions.timeline import TimelineAck as TimelineAck
+    from daemon_client.subscriptions.timeline import TimelineSubscription as TimelineSubscription
+    from daemon_client.timeline import AgentTimeline as AgentTimeline
+    from daemon_client.timeline import TimelineStream as TimelineStream
+    from daemon_client.workspaces import WorkspaceHandle as WorkspaceHandle
 
 _LAZY: dict[str, str] = {
     "AgentConfig": "daemon_client.agent_create",
@@ -117,6 +128,7 @@ _LAZY: dict[str, str] = {
     "Compaction": "daemon_client.protocol.timeline",
     "ConnectTimeout": "daemon_client.errors",
     "ConnectionLost": "daemon_client.errors",
+    "ConnectionUnavailable": "daemon_client.errors",
     "ConnectionState": "daemon_client.state",
     "DEFAULT_APP_VERSION": "daemon_client.config",
     "DEFAULT_URL": "daemon_client.config",
@@ -188,6 +200,7 @@ _LAZY: dict[str, str] = {
     "WorkspaceProjectDescriptor": "daemon_client.protocol.workspaces",
     "WorkspaceUpdate": "daemon_client.protocol.directory",
     "WouldDeadlock": "daemon_client.errors",
+    "check_reply": "daemon_client.errors",
     "connect": "daemon_client.client",
     "join_messages": "daemon_client.protocol.timeline",
 }
@@ -212,99 +225,4 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "DEFAULT_APP_VERSION",
-    "DEFAULT_URL",
-    "AgentConfig",
-    "AgentCreateError",
-    "AgentEntry",
-    "AgentFilter",
-    "AgentHandle",
-    "AgentListResult",
-    "AgentSnapshot",
-    "AgentTimeline",
-    "AgentUpdate",
-    "AssistantMessage",
-    "AttentionRequired",
-    "AuthenticationError",
-    "AvailableProvider",
-    "CallbackError",
-    "Checkout",
-    "Client",
-    "ClientClosed",
-    "Compaction",
-    "ConnectTimeout",
-    "ConnectionLost",
-    "ConnectionState",
-    "DaemonClientError",
-    "DirectoryMessage",
-    "DirectoryObservation",
-    "ErrorItem",
-    "EventSubscription",
-    "Heartbeat",
-    "HostKind",
-    "NotConnected",
-    "Notification",
-    "Page",
-    "PageInfo",
-    "PermissionRequested",
-    "PermissionResolved",
-    "ProjectCache",
-    "ProjectChange",
-    "ProjectList",
-    "ProjectPlacement",
-    "ProjectSync",
-    "ProjectUpdate",
-    "ProtocolError",
-    "ProtocolVersionError",
-    "ProviderEntry",
-    "ProviderModel",
-    "ProviderSnapshot",
-    "ProviderSnapshotUpdate",
-    "ProvidersNotReady",
-    "Reasoning",
-    "ReconnectPolicy",
-    "Replacement",
-    "RequestTimeout",
-    "RpcError",
-    "RunResult",
-    "ServerInfo",
-    "SessionMessage",
-    "SessionPong",
-    "Sort",
-    "SubscribeOptions",
-    "SubscriptionError",
-    "SubscriptionReleased",
-    "SubscriptionRestored",
-    "ThinkingOption",
-    "ThreadStarted",
-    "TimelineAck",
-    "TimelineCursor",
-    "TimelineEntry",
-    "TimelineEvent",
-    "TimelinePage",
-    "TimelineStream",
-    "TimelineSubscription",
-    "TimelineUpdate",
-    "Todo",
-    "ToolCall",
-    "TurnCanceled",
-    "TurnCompleted",
-    "TurnFailed",
-    "TurnStarted",
-    "UnknownEvent",
-    "UnknownItem",
-    "UnknownMessage",
-    "UnsupportedByHost",
-    "UserMessage",
-    "WorkspaceDescriptor",
-    "WorkspaceFilter",
-    "WorkspaceHandle",
-    "WorkspaceListResult",
-    "WorkspaceProjectDescriptor",
-    "WorkspaceUpdate",
-    "WouldDeadlock",
-    "__version__",
-    "connect",
-    "join_messages",
-]
+__all__ = sorted(["__version__", *_LAZY])  # noqa: PLE0605 - one source: the lazy table

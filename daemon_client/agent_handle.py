@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from daemon_client.errors import RequestTimeout, RpcError
+from daemon_client.errors import RequestTimeout, check_reply
 from daemon_client.handles import LocalHandle
 from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.codec import structure
@@ -24,6 +24,8 @@ from daemon_client.timeline import AgentTimeline
 
 if TYPE_CHECKING:
     from daemon_client.agents import AgentsNamespace
+    from daemon_client.runtime.context import ClientContext
+    from daemon_client.subscriptions.timeline import TimelineManager
 
 WAIT_GRACE = 5.0
 PERMISSION_WAIT = 15.0
@@ -53,11 +55,19 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
     ``wait_for_finish``, never inferred from a status change.
     """
 
-    def __init__(self, agents: AgentsNamespace, agent_id: str, snapshot: AgentSnapshot | None = None) -> None:
+    def __init__(
+        self,
+        agents: AgentsNamespace,
+        context: ClientContext,
+        timelines: TimelineManager,
+        agent_id: str,
+        snapshot: AgentSnapshot | None = None,
+    ) -> None:
         super().__init__(agent_id, snapshot)
         self._agents = agents
+        self._context = context
         self._project: ProjectPlacement | None = None
-        self.timeline = AgentTimeline(self, agents._timelines, agents._request, agents._dispatcher)
+        self.timeline = AgentTimeline(self, timelines, context)
         """This agent's timeline: ``subscribe``, ``refetch``, ``pages``, ``stream``."""
 
     @property
@@ -72,11 +82,15 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
     def project(self) -> ProjectPlacement | None:
         return self._project
 
+    def note_project(self, project: ProjectPlacement | None) -> None:
+        """Record the agent's project placement from a reply or update; called by the client."""
+        self._project = project
+
     def refresh(self, timeout: float | None = None) -> AgentSnapshot | None:
         """Fetch the agent (``fetch_agent_request``); raises ``RpcError`` if the daemon does not know it."""
         snapshot, project = self._agents.fetch_with_project(self.id, timeout=timeout)
         if snapshot is not None:
-            self._seen(snapshot)
+            self.note_snapshot(snapshot)
             self._project = project
         return snapshot
 
@@ -99,13 +113,13 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
         }
         if images:
             message["images"] = [dict(image) for image in images]
-        payload = self._agents._request(message, timeout=timeout)
-        if payload.get("accepted") is not True:
-            raise RpcError(
-                str(payload.get("error") or "the daemon did not accept the message"),
-                request_type="send_agent_message_request",
-                request_id=payload.get("requestId"),
-            )
+        payload = self._context.request(message, timeout=timeout)
+        check_reply(
+            payload,
+            "send_agent_message_request",
+            accepted_field="accepted",
+            missing="the daemon did not accept the message",
+        )
         return message_id
 
     def wait_for_finish(self, timeout: float = 600.0) -> RunResult:
@@ -117,11 +131,11 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
         message: dict[str, Any] = {"type": "wait_for_finish_request", "agentId": self.id}
         if timeout > 0:
             message["timeoutMs"] = int(timeout * 1000)
-        payload = self._agents._request(message, timeout=timeout + WAIT_GRACE)
+        payload = self._context.request(message, timeout=timeout + WAIT_GRACE)
         final = payload.get("final")
         snapshot = structure(final, AgentSnapshot) if isinstance(final, Mapping) else None
         if snapshot is not None:
-            self._seen(snapshot)
+            self.note_snapshot(snapshot)
         error, last = payload.get("error"), payload.get("lastMessage")
         return RunResult(
             status=str(payload.get("status", "")),
@@ -141,22 +155,21 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
         Older daemons never answer for an agent that is not loaded: that surfaces as
         ``RequestTimeout`` (nothing was running).
         """
-        payload = self._agents._request({"type": "cancel_agent_request", "agentId": self.id}, timeout=timeout)
-        if payload.get("error"):
-            raise RpcError(str(payload["error"]), request_type="cancel_agent_request")
+        payload = self._context.request({"type": "cancel_agent_request", "agentId": self.id}, timeout=timeout)
+        check_reply(payload, "cancel_agent_request")
         agent = payload.get("agent")
         snapshot = structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None
         if snapshot is not None:
-            self._seen(snapshot)
+            self.note_snapshot(snapshot)
         return snapshot
 
     def archive(self, timeout: float | None = None) -> str | None:
         """Archive the agent (interrupts a run); returns ``archivedAt``. Sending a message later
         unarchives it."""
-        payload = self._agents._request({"type": "archive_agent_request", "agentId": self.id}, timeout=timeout)
+        payload = self._context.request({"type": "archive_agent_request", "agentId": self.id}, timeout=timeout)
         archived_at = payload.get("archivedAt")
         if isinstance(archived_at, str) and self._snapshot is not None:
-            self._seen(attrs.evolve(self._snapshot, archived_at=archived_at))
+            self.note_snapshot(attrs.evolve(self._snapshot, archived_at=archived_at))
         return archived_at if isinstance(archived_at, str) else None
 
     def respond_to_permission(
@@ -189,13 +202,13 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
             response["interrupt"] = interrupt
         frame = {"type": "agent_permission_response", "agentId": self.id, "requestId": request_id, "response": response}
         if not wait:
-            self._agents._send(frame)
+            self._context.send_message(frame)
             return
-        confirmed, cancel = self._agents._watch(
+        confirmed, cancel = self._context.watch(
             ("agent_stream", "agent_permission_resolved"), lambda m: _resolves(m, self.id, request_id)
         )
         try:
-            self._agents._send(frame)
+            self._context.send_message(frame)
             try:
                 confirmed.result(timeout)
             except FutureTimeout:

@@ -7,17 +7,15 @@ observations (see :mod:`daemon_client.subscriptions.directory`).
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
 from daemon_client.agent_create import AgentConfig, build_create_message, created_agent
 from daemon_client.agent_handle import AgentHandle
-from daemon_client.directory_read import SubscribeArg, read_directory
-from daemon_client.errors import RpcError
+from daemon_client.directory_namespace import DirectoryNamespace, HandleUpdate, SubscribeArg
+from daemon_client.errors import check_reply
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.directory import (
@@ -32,11 +30,9 @@ from daemon_client.protocol.directory import (
     parse_agent_update,
     sort_to_wire,
 )
+from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
 from daemon_client.subscriptions.timeline import TimelineManager
-
-if TYPE_CHECKING:
-    from daemon_client.client import Client
 
 AgentMessage = DirectoryMessage[AgentUpdate]
 AgentObservation = DirectoryObservation[AgentListResult]
@@ -66,25 +62,17 @@ AGENTS = DirectoryFamily[AgentListResult, AgentMessage, AgentEntry](
 )
 
 
-class AgentsNamespace:
+class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEntry, AgentHandle]):
     """``client.agents``."""
 
     def __init__(
         self,
-        client: Client,
+        context: ClientContext,
         manager: DirectoryManager[AgentListResult, AgentMessage, AgentEntry],
         timelines: TimelineManager,
     ) -> None:
-        self._client = client
-        self._manager = manager
+        super().__init__(context, manager)
         self._timelines = timelines
-        self._dispatcher = manager.dispatcher
-        self._request = client.request
-        self._send = client._connection.send_message
-        self._watch = client._pushes.watch
-        self._handles: weakref.WeakValueDictionary[str, AgentHandle] = weakref.WeakValueDictionary()
-        self._handles_lock = threading.Lock()
-        manager.add_listener(self._on_update)
 
     def list(
         self,
@@ -116,9 +104,7 @@ class AgentsNamespace:
         wire_sort = sort_to_wire(sort, AGENT_SORT_KEYS)
         if wire_sort is not None:
             message["sort"] = wire_sort
-        return read_directory(
-            self._client,
-            self._manager,
+        return self._read(
             message,
             page=page,
             include_background=include_background,
@@ -151,7 +137,7 @@ class AgentsNamespace:
         """
         message = build_create_message(
             config,
-            self._client.server_info,
+            self._context.server_info,
             cwd=cwd,
             prompt=prompt,
             title=title,
@@ -162,32 +148,23 @@ class AgentsNamespace:
             idempotency_key=idempotency_key,
             background=background,
         )
-        payload = self._client.request(message, timeout=timeout)
+        payload = self._context.request(message, timeout=timeout)
         snapshot = created_agent(message["type"], payload)
         handle = self.ref(snapshot)
-        handle._seen(snapshot)
+        handle.note_snapshot(snapshot)
         return handle
-
-    def subscribe(self, handler: Callable[[AgentMessage], object]) -> Callable[[], None]:
-        """A local listener for every ``agent_update`` routed to this client's live agent
-        observations (once per message). It sends nothing and receives nothing while no
-        observation is live; separate filtered views need the observations' own callbacks."""
-        return self._manager.add_listener(handler)
 
     def ref(self, agent: str | AgentSnapshot | AgentEntry) -> AgentHandle:
         """The handle of an agent (one per agent ID and client); fetches nothing."""
         snapshot = agent.agent if isinstance(agent, AgentEntry) else agent if isinstance(agent, AgentSnapshot) else None
-        agent_id = snapshot.id if snapshot is not None else str(agent)
-        with self._handles_lock:
-            handle = self._handles.get(agent_id)
-            if handle is None:
-                known = None if snapshot is not None else self._manager.find(agent_id)
-                handle = AgentHandle(self, agent_id, snapshot or (known.agent if known is not None else None))
-                if known is not None:
-                    handle._project = known.project
-                self._handles[agent_id] = handle
-        if snapshot is not None and handle.current() is None:
-            handle._seen(snapshot)
+        return self._ref(snapshot.id if snapshot is not None else str(agent), snapshot)
+
+    def _new_handle(self, item_id: str, known: AgentEntry | None, snapshot: AgentSnapshot | None) -> AgentHandle:
+        handle = AgentHandle(
+            self, self._context, self._timelines, item_id, snapshot or (known.agent if known else None)
+        )
+        if known is not None and known.project is not None:
+            handle.note_project(known.project)
         return handle
 
     def fetch(self, agent_id: str, *, timeout: float | None = None) -> AgentSnapshot | None:
@@ -197,24 +174,22 @@ class AgentsNamespace:
     def fetch_with_project(
         self, agent_id: str, *, timeout: float | None = None
     ) -> tuple[AgentSnapshot | None, ProjectPlacement | None]:
-        payload = self._client.request({"type": "fetch_agent_request", "agentId": agent_id}, timeout=timeout)
-        error = payload.get("error")
-        if error:
-            raise RpcError(str(error), request_type="fetch_agent_request", request_id=payload.get("requestId"))
+        payload = self._context.request({"type": "fetch_agent_request", "agentId": agent_id}, timeout=timeout)
+        check_reply(payload, "fetch_agent_request")
         agent = payload.get("agent")
         project = payload.get("project")
         snapshot = structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None
         placement = structure(project, ProjectPlacement) if isinstance(project, Mapping) else None
         return snapshot, placement
 
-    def _on_update(self, message: AgentMessage) -> None:
+    def _interpret(self, message: AgentMessage) -> HandleUpdate[AgentMessage] | None:
         update = message.payload
-        handle = self._handles.get(update.agent_id)
-        if handle is None:
-            return
-        if update.project is not None:
-            handle._project = update.project
         if update.kind == "upsert" and update.agent is not None:
-            handle._observe(update.agent, message, self._manager.dispatcher.invoke)
-        elif update.kind == "remove":
-            handle._observe(None, message, self._manager.dispatcher.invoke)
+            return HandleUpdate(update.agent_id, update.agent, False, message)
+        if update.kind == "remove":
+            return HandleUpdate(update.agent_id, None, True, message)
+        return None
+
+    def _before_update(self, handle: AgentHandle, message: AgentMessage) -> None:
+        if message.payload.project is not None:
+            handle.note_project(message.payload.project)

@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +30,8 @@ from daemon_client.namespaces import Namespaces
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionPong
-from daemon_client.protocol.replies import default_timeout_for
 from daemon_client.runtime.connection import Connection, ConnectionOptions
+from daemon_client.runtime.context import ClientContext
 from daemon_client.runtime.dispatch import CallbackExecutor, Dispatcher, next_name
 from daemon_client.runtime.pushes import PushHandler, PushRegistry
 from daemon_client.runtime.requests import RequestTable
@@ -46,8 +45,6 @@ if TYPE_CHECKING:
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
     from daemon_client.workspaces import WorkspacesNamespace
-
-_CLOSED_GRACE = 1.0
 
 
 class Client:
@@ -136,7 +133,14 @@ class Client:
             name=self._name,
             logger=self._log.getChild("connection"),
         )
-        self._namespaces = Namespaces(self)
+        self._context = ClientContext(
+            connection=self._connection,
+            requests=self._requests,
+            dispatcher=self._dispatcher,
+            pushes=self._pushes,
+            request_timeout=request_timeout,
+        )
+        self._namespaces = Namespaces(self._context, self._connection, self._pushes)
 
     @property
     def agents(self) -> AgentsNamespace:
@@ -259,9 +263,6 @@ class Client:
         self._dispatcher.raise_errors()
 
     # ------------------------------------------------------------------ requests
-    def _timeout_for(self, request_type: str, timeout: float | None) -> float:
-        return timeout if timeout is not None else default_timeout_for(request_type, self._request_timeout)
-
     def request_async(self, message: Mapping[str, Any], *, timeout: float | None = None) -> Future[dict[str, Any]]:
         """Send a request and return a future of its reply payload. Never blocks.
 
@@ -271,22 +272,11 @@ class Client:
         on the callback thread. Raises ``NotConnected`` / ``ClientClosed`` at once when
         the client is idle, disconnected or closed; while connecting the request waits.
         """
-        request_type = str(message.get("type", ""))
-        wait = timeout if timeout is not None else default_timeout_for(request_type, self._request_timeout)
-        return self._connection.submit(message, wait)
+        return self._context.request_async(message, timeout)
 
     def request(self, message: Mapping[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Send a request and block until its reply payload (see :meth:`request_async`)."""
-        request_type = str(message.get("type", ""))
-        wait = timeout if timeout is not None else default_timeout_for(request_type, self._request_timeout)
-        if "requestId" not in message:
-            message = {**message, "requestId": self._requests.new_request_id()}
-        future = self._connection.submit(message, wait)
-        try:
-            return future.result(wait + _CLOSED_GRACE)
-        except FutureTimeout:
-            self._requests.expire(str(message["requestId"]))
-            return future.result(0)
+        return self._context.request(message, timeout)
 
     def ping(self, timeout: float = 5.0) -> SessionPong:
         """Measure the round trip with a session ``ping``; ``round_trip`` is in seconds."""

@@ -7,12 +7,21 @@ Pure data: no thread runs code here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class DaemonClientError(Exception):
     """Base class of every error raised by daemon_client."""
 
 
-class ConnectionLost(DaemonClientError):
+class ConnectionUnavailable(DaemonClientError):
+    """Base of the errors that mean "no usable connection": :class:`NotConnected`,
+    :class:`ConnectionLost` and :class:`ClientClosed`. Catch it where any of them means
+    "try again later, or give up", and never compare error texts."""
+
+
+class ConnectionLost(ConnectionUnavailable):
     """The connection dropped while a request was in flight, or a connect attempt failed.
 
     Requests are never re-sent automatically; retry the call once the client is
@@ -22,12 +31,15 @@ class ConnectionLost(DaemonClientError):
     code = "DAEMON_CONNECTION_LOST"
 
 
-class NotConnected(DaemonClientError):
+class NotConnected(ConnectionUnavailable):
     """A request was made while the client is idle or disconnected (not while connecting)."""
 
 
-class ClientClosed(DaemonClientError):
+class ClientClosed(ConnectionUnavailable):
     """The client was closed: pending work failed, later calls are refused."""
+
+    def __init__(self, message: str = "Daemon client closed") -> None:
+        super().__init__(message)
 
 
 class ConnectTimeout(DaemonClientError):
@@ -140,3 +152,60 @@ class WouldDeadlock(DaemonClientError):
 
 class CallbackError(DaemonClientError):
     """A user callback raised; re-raised in strict mode so that tests see it."""
+
+
+DEFAULT_REPLY_ERROR_CODE = "request_failed"
+"""The ``code`` of an :class:`RpcError` whose reply named no code of its own."""
+
+
+def error_in_reply(
+    payload: Mapping[str, Any],
+    request_type: str,
+    *,
+    accepted_field: str | None = None,
+    required_field: str | None = None,
+    missing: str = "the daemon did not perform the request",
+) -> RpcError | None:
+    """The :class:`RpcError` a reply reports in its payload, or ``None`` if it reports none.
+
+    A reply reports an error when it carries a truthy ``error``, when ``accepted_field`` is
+    given and not ``True``, or when ``required_field`` is given and absent. The error always
+    has ``request_type``, ``request_id`` (the reply's ``requestId``) and ``code`` (the reply's
+    ``errorCode`` or ``code``, else :data:`DEFAULT_REPLY_ERROR_CODE`).
+    """
+    error = payload.get("error")
+    failed = bool(error)
+    if accepted_field is not None and payload.get(accepted_field) is not True:
+        failed = True
+    if required_field is not None and payload.get(required_field) is None:
+        failed = True
+    if not failed:
+        return None
+    code = payload.get("errorCode") or payload.get("code")
+    if isinstance(error, Mapping):  # some replies nest {message, code}
+        code = code or error.get("code")
+        error = error.get("message") or error.get("error")
+    request_id = payload.get("requestId")
+    return RpcError(
+        str(error) if error else missing,
+        code=str(code) if isinstance(code, (str, int)) and code != "" else DEFAULT_REPLY_ERROR_CODE,
+        request_type=request_type,
+        request_id=str(request_id) if request_id is not None else None,
+    )
+
+
+def check_reply(
+    payload: dict[str, Any],
+    request_type: str,
+    *,
+    accepted_field: str | None = None,
+    required_field: str | None = None,
+    missing: str = "the daemon did not perform the request",
+) -> dict[str, Any]:
+    """Return ``payload``, or raise the :class:`RpcError` it reports (see :func:`error_in_reply`)."""
+    error = error_in_reply(
+        payload, request_type, accepted_field=accepted_field, required_field=required_field, missing=missing
+    )
+    if error is not None:
+        raise error
+    return payload

@@ -45,8 +45,9 @@ class LocalHandle(Generic[T]):
 
         return unsubscribe
 
-    def _observe(self, snapshot: T | None, message: Any, invoke: Callable[..., None]) -> None:
-        """Callback thread: apply one routed update (``snapshot`` None means removed)."""
+    def apply_update(self, snapshot: T | None, message: Any, invoke: Callable[..., None]) -> None:
+        """Callback thread: apply one routed update (``snapshot`` None means removed) and run
+        this handle's listeners through ``invoke``. Called by the client."""
         if snapshot is not None:
             self._snapshot = snapshot
             self.removed = False
@@ -55,6 +56,7 @@ class LocalHandle(Generic[T]):
         for listener in self._listeners:
             invoke(listener, message)
 
-    def _seen(self, snapshot: T) -> None:
+    def note_snapshot(self, snapshot: T) -> None:
+        """Record a snapshot of the item received in a reply; called by the client (any thread)."""
         self._snapshot = snapshot
         self.removed = False

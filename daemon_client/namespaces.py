@@ -1,81 +1,92 @@
 """The client's namespaces (``agents``, ``workspaces``, ``providers``, ``projects``), built
-on first use.
+on first use, and the subscription managers behind them.
 
-Building a namespace imports its modules, creates its observation managers and hooks them
-into the connection; a client that never touches one pays nothing for it (importing
-``daemon_client`` stays cheap). Built on whichever thread first asks, under a lock.
+Part of the composition root: it wires each manager to the connection (one
+:class:`~daemon_client.subscriptions.lifecycle.SubscriptionLink`, its push routes, its
+lifecycle hooks) and hands each namespace the :class:`~daemon_client.runtime.context.ClientContext`.
+A client that never touches a namespace pays nothing for it (importing ``daemon_client``
+stays cheap). Built on whichever thread first asks, under ``_lock``.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from daemon_client.runtime.connection import Connection
+from daemon_client.runtime.context import ClientContext
+from daemon_client.runtime.pushes import PushHandler, PushRegistry
 
 if TYPE_CHECKING:
     from daemon_client.agents import AgentsNamespace
-    from daemon_client.client import Client
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
     from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager
     from daemon_client.subscriptions.events import EventManager
+    from daemon_client.subscriptions.lifecycle import LifecycleHooks, SubscriptionLink
     from daemon_client.subscriptions.timeline import TimelineManager
     from daemon_client.workspaces import WorkspacesNamespace
+
+T = TypeVar("T")
 
 
 class Namespaces:
     """Lazily built namespaces and the managers behind them, for one client."""
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._lock = threading.RLock()
+    def __init__(self, context: ClientContext, connection: Connection, pushes: PushRegistry) -> None:
+        self._context = context
+        self._connection = connection
+        self._pushes = pushes
+        self._lock = threading.RLock()  # guards _built and _managers; builders run under it
         self._built: dict[str, Any] = {}
-        self._disposables: list[Any] = []
+        self._managers: list[LifecycleHooks] = []
 
-    def _get(self, name: str, build: Any) -> Any:
+    def _get(self, name: str, build: Callable[[], T]) -> T:
         with self._lock:
             value = self._built.get(name)
             if value is None:
                 value = self._built[name] = build()
             return value
 
-    def _membership_parts(self) -> dict[str, Any]:
-        connection = self._client._connection
-        return {
-            "submit": connection.submit,
-            "server_info": lambda: connection.server_info,
-            "reset_transport": connection.reset_transport,
-            "dispatcher": self._client._dispatcher,
-        }
+    def _link(self) -> SubscriptionLink:
+        from daemon_client.subscriptions.lifecycle import SubscriptionLink
+
+        connection = self._connection
+        return SubscriptionLink(
+            submit=connection.submit,
+            server_info=lambda: connection.server_info,
+            host_kind=lambda: connection.host_kind,
+            reset_transport=connection.reset_transport,
+            dispatcher=self._context.dispatcher,
+        )
+
+    def _attach(self, manager: LifecycleHooks, routes: dict[str, PushHandler]) -> None:
+        """Route the manager's pushes to it and register its lifecycle hooks."""
+        for message_type, router in routes.items():
+            self._pushes.set_router(message_type, router)
+        self._connection.add_hooks(manager.restore, disconnect=manager.on_disconnect, close=manager.release_for_close)
+        self._managers.append(manager)
 
     def _directory(self, family: DirectoryFamily[Any, Any, Any]) -> DirectoryManager[Any, Any, Any]:
         from daemon_client.subscriptions.directory import DirectoryManager
 
-        connection = self._client._connection
-        manager: DirectoryManager[Any, Any, Any] = DirectoryManager(
-            family,
-            submit=connection.submit,
-            host_kind=lambda: connection.host_kind,
-            reset_transport=connection.reset_transport,
-            dispatcher=self._client._dispatcher,
-        )
-        self._client._pushes.set_router(family.update_type, manager.route)
-        connection.add_hooks(manager.restore, disconnect=manager.on_disconnect, close=manager.release_all_for_close)
-        self._disposables.append(manager)
+        manager: DirectoryManager[Any, Any, Any] = DirectoryManager(family, self._link())
+        self._attach(manager, {family.update_type: manager.route})
         return manager
 
     def timelines(self) -> TimelineManager:
         def build() -> TimelineManager:
             from daemon_client.subscriptions.timeline import TIMELINE, TimelineManager
 
-            manager = TimelineManager(TIMELINE, **self._membership_parts())
-            pushes = self._client._pushes
-            pushes.set_router("agent_stream", manager.route_stream)
-            pushes.set_router("agent.timeline.replacement", manager.route_replacement)
-            self._hook(manager)
+            manager = TimelineManager(TIMELINE, self._link())
+            self._attach(
+                manager,
+                {"agent_stream": manager.route_stream, "agent.timeline.replacement": manager.route_replacement},
+            )
             return manager
 
-        manager: TimelineManager = self._get("timelines", build)
-        return manager
+        return self._get("timelines", build)
 
     def events(self) -> EventManager:
         def build() -> EventManager:
@@ -83,60 +94,47 @@ class Namespaces:
             from daemon_client.providers import EVENT as PROVIDERS_EVENT
             from daemon_client.subscriptions.events import EventManager
 
-            manager = EventManager(**self._membership_parts())
-            for event in (PROVIDERS_EVENT, PROJECTS_EVENT):
-                self._client._pushes.set_router(event, manager.route_event)
-            self._hook(manager)
+            manager = EventManager(self._link())
+            self._attach(manager, dict.fromkeys((PROVIDERS_EVENT, PROJECTS_EVENT), manager.route_event))
             return manager
 
-        manager: EventManager = self._get("events", build)
-        return manager
-
-    def _hook(self, manager: Any) -> None:
-        self._client._connection.add_hooks(
-            manager.restore, disconnect=manager.on_disconnect, close=manager.release_for_close
-        )
-        self._disposables.append(manager)
+        return self._get("events", build)
 
     def agents(self) -> AgentsNamespace:
         def build() -> AgentsNamespace:
             from daemon_client.agents import AGENTS, AgentsNamespace
 
-            return AgentsNamespace(self._client, self._directory(AGENTS), self.timelines())
+            return AgentsNamespace(self._context, self._directory(AGENTS), self.timelines())
 
-        namespace: AgentsNamespace = self._get("agents", build)
-        return namespace
+        return self._get("agents", build)
 
     def workspaces(self) -> WorkspacesNamespace:
         def build() -> WorkspacesNamespace:
             from daemon_client.workspaces import WORKSPACES, WorkspacesNamespace
 
-            return WorkspacesNamespace(self._client, self._directory(WORKSPACES))
+            return WorkspacesNamespace(self._context, self._directory(WORKSPACES))
 
-        namespace: WorkspacesNamespace = self._get("workspaces", build)
-        return namespace
+        return self._get("workspaces", build)
 
     def providers(self) -> ProvidersNamespace:
         def build() -> ProvidersNamespace:
             from daemon_client.providers import ProvidersNamespace
 
-            return ProvidersNamespace(self._client, self.events())
+            return ProvidersNamespace(self._context, self.events())
 
-        namespace: ProvidersNamespace = self._get("providers", build)
-        return namespace
+        return self._get("providers", build)
 
     def projects(self) -> ProjectsNamespace:
         def build() -> ProjectsNamespace:
             from daemon_client.projects import ProjectsNamespace
 
-            return ProjectsNamespace(self._client, self.events())
+            return ProjectsNamespace(self._context, self.events(), self.workspaces)
 
-        namespace: ProjectsNamespace = self._get("projects", build)
-        return namespace
+        return self._get("projects", build)
 
     def dispose(self) -> None:
         """After ``close()``: every manager built fails its pending work and detaches."""
         with self._lock:
-            disposables = list(self._disposables)
-        for manager in disposables:
+            managers = list(self._managers)
+        for manager in managers:
             manager.dispose()

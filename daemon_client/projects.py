@@ -22,7 +22,8 @@ from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor
 from daemon_client.subscriptions.events import EventManager, EventSubscription
 
 if TYPE_CHECKING:
-    from daemon_client.client import Client
+    from daemon_client.runtime.context import ClientContext
+    from daemon_client.workspaces import WorkspacesNamespace
 
 EVENT = "project.update"
 _log = logging.getLogger("daemon_client.projects")
@@ -41,12 +42,15 @@ class ProjectChange:
 class ProjectsNamespace:
     """``client.projects``."""
 
-    def __init__(self, client: Client, events: EventManager) -> None:
-        self._client = client
+    def __init__(
+        self, context: ClientContext, events: EventManager, workspaces: Callable[[], WorkspacesNamespace]
+    ) -> None:
+        self._context = context
         self._events = events
+        self._workspaces = workspaces
 
     def _has_project_list(self) -> bool:
-        info = self._client.server_info
+        info = self._context.server_info
         return info is not None and info.feature("projectList")
 
     def list(self, sync: dict[str, Any] | None = None, *, timeout: float | None = None) -> ProjectList:
@@ -58,18 +62,18 @@ class ProjectsNamespace:
         those the host reports as empty projects, and custom names and icons appear only
         where workspace descriptors carry them.
         """
-        if self._client.server_info is not None and not self._has_project_list():
+        if self._context.server_info is not None and not self._has_project_list():
             return self._derive(timeout)
         message: dict[str, Any] = {"type": "project.list.request"}
         if sync is not None:
             message["sync"] = sync
-        return parse_list(self._client.request(message, timeout=timeout))
+        return parse_list(self._context.request(message, timeout=timeout))
 
     def _derive(self, timeout: float | None) -> ProjectList:
         found: dict[str, WorkspaceProjectDescriptor] = {}
         cursor: str | None = None
         while True:
-            page = self._client.workspaces.list(page=Page(limit=200, cursor=cursor), timeout=timeout)
+            page = self._workspaces().list(page=Page(limit=200, cursor=cursor), timeout=timeout)
             for workspace in page.entries:
                 if workspace.project_id and workspace.project_id not in found:
                     key = workspace.project.project_key if workspace.project is not None else workspace.project_id
@@ -98,7 +102,7 @@ class ProjectsNamespace:
     ) -> EventSubscription:
         """Observe ``project.update`` upserts and removals. Raises ``UnsupportedByHost`` on a
         connected host without a project list (sending nothing)."""
-        if self._client.server_info is not None and not self._has_project_list():
+        if self._context.server_info is not None and not self._has_project_list():
             raise UnsupportedByHost(NO_PROJECT_LIST)
         return self._events.subscribe(EVENT, handler, parse_update, on_restored=on_restored, on_error=on_error)
 

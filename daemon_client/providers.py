@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.errors import ProvidersNotReady, RpcError
+from daemon_client.errors import ProvidersNotReady, check_reply
 from daemon_client.protocol.agents import AgentMode
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.providers import (
@@ -27,7 +27,7 @@ from daemon_client.protocol.providers import (
 from daemon_client.subscriptions.events import EventManager, EventSubscription
 
 if TYPE_CHECKING:
-    from daemon_client.client import Client
+    from daemon_client.runtime.context import ClientContext
 
 EVENT = "providers_snapshot_update"
 
@@ -35,8 +35,8 @@ EVENT = "providers_snapshot_update"
 class ProvidersNamespace:
     """``client.providers``."""
 
-    def __init__(self, client: Client, events: EventManager) -> None:
-        self._client = client
+    def __init__(self, context: ClientContext, events: EventManager) -> None:
+        self._context = context
         self._events = events
 
     def snapshot(self, cwd: str | None = None, *, timeout: float | None = None) -> ProviderSnapshot:
@@ -45,7 +45,7 @@ class ProvidersNamespace:
         message: dict[str, Any] = {"type": "get_providers_snapshot_request"}
         if cwd is not None:
             message["cwd"] = cwd
-        return parse_snapshot(self._client.request(message, timeout=timeout))
+        return parse_snapshot(self._context.request(message, timeout=timeout))
 
     def subscribe(
         self,
@@ -81,7 +81,9 @@ class ProvidersNamespace:
             loading = snapshot.loading
             if not loading:
                 return snapshot
-            per_cwd = self._client.server_info is not None and self._client.server_info.feature("providersSnapshotCwd")
+            per_cwd = self._context.server_info is not None and self._context.server_info.feature(
+                "providersSnapshotCwd"
+            )
             while (remaining := deadline - time.monotonic()) > 0:
                 try:
                     update = updates.get(timeout=remaining)
@@ -116,7 +118,7 @@ class ProvidersNamespace:
             message["providers"] = list(providers)
         if cwd is not None:
             message["cwd"] = cwd
-        return self._client.request(message, timeout=timeout).get("acknowledged") is True
+        return self._context.request(message, timeout=timeout).get("acknowledged") is True
 
     def list_available(self, *, timeout: float | None = None) -> list[AvailableProvider]:
         """Which providers are installed and usable."""
@@ -136,7 +138,4 @@ class ProvidersNamespace:
         return [structure(mode, AgentMode) for mode in self._checked(message, timeout).get("modes") or []]
 
     def _checked(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
-        payload = self._client.request(message, timeout=timeout)
-        if payload.get("error"):
-            raise RpcError(str(payload["error"]), request_type=message["type"], request_id=payload.get("requestId"))
-        return payload
+        return check_reply(self._context.request(message, timeout=timeout), message["type"])

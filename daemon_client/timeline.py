@@ -10,10 +10,10 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.errors import ClientClosed, RpcError
+from daemon_client.errors import ClientClosed, check_reply
 from daemon_client.protocol.timeline import (
     SubscriptionError,
     TimelineCursor,
@@ -25,27 +25,20 @@ from daemon_client.subscriptions.timeline import TimelineHandler, TimelineManage
 
 if TYPE_CHECKING:
     from daemon_client.agent_handle import AgentHandle
+    from daemon_client.runtime.context import ClientContext
     from daemon_client.runtime.dispatch import Dispatcher
 
 DIRECTIONS = ("tail", "before", "after")
-CLIENT_CLOSED = "Daemon client closed"
 PROJECTIONS = ("projected", "canonical")
 
 
 class AgentTimeline:
     """The timeline of one agent: ``handle.timeline``."""
 
-    def __init__(
-        self,
-        handle: AgentHandle,
-        manager: TimelineManager,
-        request: Callable[..., dict[str, Any]],
-        dispatcher: Dispatcher,
-    ) -> None:
+    def __init__(self, handle: AgentHandle, manager: TimelineManager, context: ClientContext) -> None:
         self._handle = handle
         self._manager = manager
-        self._request = request
-        self._dispatcher = dispatcher
+        self._context = context
 
     def subscribe(self, handler: TimelineHandler) -> TimelineSubscription:
         """Follow the agent's timeline: ``handler(update)`` runs on the callback thread for
@@ -91,13 +84,11 @@ class AgentTimeline:
             message["limit"] = limit
         if projection is not None:
             message["projection"] = projection
-        payload = self._request(message, timeout=timeout)
-        error = payload.get("error")
-        if error:
-            raise RpcError(str(error), request_type="fetch_agent_timeline_request", request_id=payload.get("requestId"))
+        payload = self._context.request(message, timeout=timeout)
+        check_reply(payload, "fetch_agent_timeline_request")
         page = parse_page(payload)
         if page.agent is not None:
-            self._handle._seen(page.agent)
+            self._handle.note_snapshot(page.agent)
         return page
 
     def pages(
@@ -139,7 +130,7 @@ class AgentTimeline:
         ``timeout`` seconds (``None``: until the client closes) and ends the iteration when
         nothing arrives in time. Use it as a context manager to release the demand.
         """
-        return TimelineStream(self, timeout, self._dispatcher)
+        return TimelineStream(self, timeout, self._context.dispatcher)
 
 
 class TimelineStream:
@@ -175,8 +166,8 @@ class TimelineStream:
                 continue
             if isinstance(update.event, SubscriptionError):
                 self._ended.set()
-                if update.event.error == CLIENT_CLOSED:
-                    raise ClientClosed(update.event.error)
+                if isinstance(update.event.exception, ClientClosed):
+                    raise update.event.exception
             return update
 
     def close(self) -> None:

@@ -6,15 +6,13 @@ timeout; handle state and listeners are updated on the callback thread.
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
-from daemon_client.directory_read import SubscribeArg, read_directory
-from daemon_client.errors import RpcError
+from daemon_client.directory_namespace import DirectoryNamespace, HandleUpdate, SubscribeArg
+from daemon_client.errors import ProtocolError, check_reply
 from daemon_client.handles import LocalHandle
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.directory import (
@@ -30,10 +28,8 @@ from daemon_client.protocol.directory import (
     sort_to_wire,
 )
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
+from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
-
-if TYPE_CHECKING:
-    from daemon_client.client import Client
 
 WorkspaceMessage = DirectoryMessage[WorkspaceUpdate]
 WorkspaceObservation = DirectoryObservation[WorkspaceListResult]
@@ -94,7 +90,7 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
         """Read this workspace from the daemon's directory; ``None`` if it is not listed."""
         found = self._workspaces.find(self.id, timeout=timeout)
         if found is not None:
-            self._seen(found)
+            self.note_snapshot(found)
         return found
 
     def archive(self, timeout: float | None = None) -> str | None:
@@ -105,19 +101,17 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
         return f"<WorkspaceHandle {self.id} {self.status or 'unknown'}>"
 
 
-class WorkspacesNamespace:
+class WorkspacesNamespace(
+    DirectoryNamespace[WorkspaceListResult, WorkspaceMessage, WorkspaceDescriptor, WorkspaceHandle]
+):
     """``client.workspaces``."""
 
     def __init__(
         self,
-        client: Client,
+        context: ClientContext,
         manager: DirectoryManager[WorkspaceListResult, WorkspaceMessage, WorkspaceDescriptor],
     ) -> None:
-        self._client = client
-        self._manager = manager
-        self._handles: weakref.WeakValueDictionary[str, WorkspaceHandle] = weakref.WeakValueDictionary()
-        self._handles_lock = threading.Lock()
-        manager.add_listener(self._on_update)
+        super().__init__(context, manager)
 
     def list(
         self,
@@ -141,9 +135,7 @@ class WorkspacesNamespace:
         wire_sort = sort_to_wire(sort, WORKSPACE_SORT_KEYS)
         if wire_sort is not None:
             message["sort"] = wire_sort
-        return read_directory(
-            self._client,
-            self._manager,
+        return self._read(
             message,
             page=page,
             include_background=include_background,
@@ -152,51 +144,36 @@ class WorkspacesNamespace:
             timeout=timeout,
         )
 
-    def subscribe(self, handler: Callable[[WorkspaceMessage], object]) -> Callable[[], None]:
-        """A local listener for every ``workspace_update`` routed to this client's live workspace
-        observations; it sends nothing and hears nothing while none is live."""
-        return self._manager.add_listener(handler)
-
     def ref(self, workspace: str | WorkspaceDescriptor) -> WorkspaceHandle:
         """The handle of a workspace (one per ID and client); fetches nothing."""
         snapshot = workspace if isinstance(workspace, WorkspaceDescriptor) else None
-        workspace_id = snapshot.id if snapshot is not None else str(workspace)
-        with self._handles_lock:
-            handle = self._handles.get(workspace_id)
-            if handle is None:
-                known = None if snapshot is not None else self._manager.find(workspace_id)
-                handle = WorkspaceHandle(self, workspace_id, snapshot or known)
-                self._handles[workspace_id] = handle
-        if snapshot is not None and handle.current() is None:
-            handle._seen(snapshot)
-        return handle
+        return self._ref(snapshot.id if snapshot is not None else str(workspace), snapshot)
+
+    def _new_handle(
+        self, item_id: str, known: WorkspaceDescriptor | None, snapshot: WorkspaceDescriptor | None
+    ) -> WorkspaceHandle:
+        return WorkspaceHandle(self, item_id, snapshot or known)
 
     def open(self, cwd: str, *, timeout: float | None = None) -> WorkspaceHandle:
         """Open (look up or create) the workspace of a directory; raises ``RpcError`` if it fails."""
-        payload = self._client.request({"type": "open_project_request", "cwd": cwd}, timeout=timeout)
-        workspace = payload.get("workspace")
-        if payload.get("error") or not isinstance(workspace, Mapping):
-            code = payload.get("errorCode")
-            raise RpcError(
-                str(payload.get("error") or "the daemon opened no workspace"),
-                code=code if isinstance(code, str) else None,
-                request_type="open_project_request",
-                request_id=payload.get("requestId"),
-            )
+        payload = self._context.request({"type": "open_project_request", "cwd": cwd}, timeout=timeout)
+        check_reply(
+            payload, "open_project_request", required_field="workspace", missing="the daemon opened no workspace"
+        )
+        workspace = payload["workspace"]
+        if not isinstance(workspace, Mapping):
+            raise ProtocolError(f"open_project_request answered with an unreadable workspace: {workspace!r:.200}")
         descriptor = structure(workspace, WorkspaceDescriptor)
         handle = self.ref(descriptor)
-        handle._seen(descriptor)
+        handle.note_snapshot(descriptor)
         return handle
 
     def archive(self, workspace_id: str, *, timeout: float | None = None) -> str | None:
         """Archive a workspace by ID; returns ``archivedAt``; raises ``RpcError`` if it fails."""
-        payload = self._client.request(
+        payload = self._context.request(
             {"type": "archive_workspace_request", "workspaceId": workspace_id}, timeout=timeout
         )
-        if payload.get("error"):
-            raise RpcError(
-                str(payload["error"]), request_type="archive_workspace_request", request_id=payload.get("requestId")
-            )
+        check_reply(payload, "archive_workspace_request")
         archived_at = payload.get("archivedAt")
         return archived_at if isinstance(archived_at, str) else None
 
@@ -214,12 +191,10 @@ class WorkspacesNamespace:
             if not page.page_info.has_more or not cursor:
                 return None
 
-    def _on_update(self, message: WorkspaceMessage) -> None:
+    def _interpret(self, message: WorkspaceMessage) -> HandleUpdate[WorkspaceMessage] | None:
         update = message.payload
-        handle = self._handles.get(update.workspace_id)
-        if handle is None:
-            return
         if update.kind == "upsert" and update.workspace is not None:
-            handle._observe(update.workspace, message, self._manager.dispatcher.invoke)
-        elif update.kind == "remove":
-            handle._observe(None, message, self._manager.dispatcher.invoke)
+            return HandleUpdate(update.workspace_id, update.workspace, False, message)
+        if update.kind == "remove":
+            return HandleUpdate(update.workspace_id, None, True, message)
+        return None

@@ -78,6 +78,10 @@ _TIMEOUTS: dict[str, float] = {
 }
 
 
+CLOSE_RELEASE_TIMEOUT = 2.0
+"""How long ``close()`` gives the daemon to confirm the release of live subscriptions."""
+
+
 def default_timeout_for(request_type: str, fallback: float) -> float:
     """The default timeout of a request type (protocol 2.6), else ``fallback``."""
     if request_type.startswith("set_agent_") and request_type.endswith("_request"):

@@ -280,10 +280,15 @@ class Replacement:
 
 @attrs.frozen
 class SubscriptionError:
-    """Local: establishment failed (the subscription is released) or the client closed."""
+    """Local: establishment failed (the subscription is released) or the client closed.
+
+    ``error`` is the message; ``exception`` the error itself (e.g. ``ClientClosed``), so code
+    can tell causes apart with ``isinstance`` instead of comparing texts.
+    """
 
     error: str
     type: str = "error"
+    exception: BaseException | None = attrs.field(default=None, eq=False, repr=False)
 
 
 StreamEvent = (

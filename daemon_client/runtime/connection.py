@@ -236,8 +236,8 @@ class Connection(ReaderLoop):
             except Exception as exc:  # noqa: BLE001 - best effort
                 self._log.debug("close frame not sent: %s", exc)
             transport.abort()
-        self._requests.fail_all(lambda _e: ClientClosed("Daemon client closed"))
-        self._settle_waiters(None, ClientClosed("Daemon client closed"))
+        self._requests.fail_all(lambda _e: ClientClosed())
+        self._settle_waiters(None, ClientClosed())
         self._set_state(ConnectionState.DISPOSED, "close() called")
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)

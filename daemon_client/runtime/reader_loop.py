@@ -152,7 +152,7 @@ class ReaderLoop:
                 except Exception:  # noqa: BLE001 - one failing hook must not stop the others
                     self._log.exception("disconnect hook failed")
             if self._closing:
-                self._requests.fail_all(lambda _e: ClientClosed("Daemon client closed"))
+                self._requests.fail_all(lambda _e: ClientClosed())
                 return
             lost = failure.error
             message = str(lost) or "Connection lost"
@@ -183,7 +183,7 @@ class ReaderLoop:
         transport = opts.transport_factory()
         with self._lock:
             if self._closing:
-                return Failure(ClientClosed("Daemon client closed")), None
+                return Failure(ClientClosed()), None
             self._transport = transport
             self._handshaken = False
             self._abort_failure = None
@@ -234,7 +234,7 @@ class ReaderLoop:
                 ConnectionLost(f"Cannot connect to {opts.url}: {exc}. Is the daemon running and is the URL right?")
             )
         if self._closing:
-            return Failure(ClientClosed("Daemon client closed"))
+            return Failure(ClientClosed())
         if self._frame_log.isEnabledFor(logging.DEBUG):
             self._frame_log.debug("-> %s", redact_hello(self._hello_text))
         try:

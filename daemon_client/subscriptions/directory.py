@@ -22,14 +22,11 @@ every live observation of the family, and release only detaches callbacks.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -37,25 +34,29 @@ import attrs
 from daemon_client.errors import (
     ClientClosed,
     ConnectionLost,
+    ConnectionUnavailable,
     DaemonClientError,
-    NotConnected,
     ProtocolError,
-    RequestTimeout,
     SubscriptionReleased,
 )
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import SessionMessage
-from daemon_client.runtime.dispatch import Dispatcher
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.pushes import RouteTable
 from daemon_client.runtime.requests import CallbackFuture
+from daemon_client.subscriptions.lifecycle import (
+    RELEASE_REQUEST,
+    SubscriptionLink,
+    control_timeout,
+    local_subscription_id,
+    release_message,
+)
 
 S = TypeVar("S")  # a list result (snapshot)
 U = TypeVar("U")  # a typed update message
 E = TypeVar("E")  # one entry of a list result
 
 _log = logging.getLogger("daemon_client.subscriptions.directory")
-RELEASE_TIMEOUT = 15.0
 
 
 class ObservationState(enum.Enum):
@@ -166,7 +167,7 @@ class DirectoryObservation(Generic[S]):
 
         Callbacks are detached at once. Releasing twice, or after a disconnect, is harmless.
         """
-        self._manager.release(self, RELEASE_TIMEOUT if timeout is None else timeout)
+        self._manager.release(self, control_timeout(RELEASE_REQUEST) if timeout is None else timeout)
 
     def __enter__(self) -> DirectoryObservation[S]:
         return self
@@ -231,26 +232,19 @@ class DirectoryObservation(Generic[S]):
         self._callbacks = ()
 
 
-Submit = Callable[..., Future[dict[str, Any]]]
-
-
 class DirectoryManager(Generic[S, U, E]):
     """Every observation of one directory family made through one client."""
 
     def __init__(
         self,
         family: DirectoryFamily[S, U, E],
-        *,
-        submit: Submit,
-        host_kind: Callable[[], HostKind | None],
-        reset_transport: Callable[[str], None],
-        dispatcher: Dispatcher,
+        link: SubscriptionLink,
     ) -> None:
         self.family = family
-        self.dispatcher = dispatcher
-        self._submit = submit
-        self._host_kind = host_kind
-        self._reset_transport = reset_transport
+        self.dispatcher = link.dispatcher
+        self._link = link
+        self._submit = link.submit
+        self._host_kind = link.host_kind
         self._lock = threading.Lock()
         self._observations: list[DirectoryObservation[S]] = []
         self._routes: RouteTable[DirectoryObservation[S]] = RouteTable()
@@ -329,13 +323,10 @@ class DirectoryManager(Generic[S, U, E]):
         if not observation.capable or subscription_id is None or previous is not ObservationState.LIVE:
             return
         try:
-            future = self._submit({"type": "subscription.release.request", "subscriptionId": subscription_id}, timeout)
-            future.result(timeout + 1.0)
-        except (ConnectionLost, NotConnected, ClientClosed):
-            pass  # the daemon releases what a socket owned when it goes away
-        except (DaemonClientError, FutureTimeout) as exc:
-            _log.warning("releasing %s failed (%s); resetting the connection", subscription_id, exc)
-            self._reset_transport(f"Subscription release failed: {exc}")
+            future = self._link.release_on_server(subscription_id, timeout)
+        except ConnectionUnavailable:
+            return  # the daemon releases what a socket owned when it goes away
+        self._link.await_release(subscription_id, future, timeout)
 
     # -------------------------------------------------------------- reader thread
     def _established(
@@ -362,7 +353,7 @@ class DirectoryManager(Generic[S, U, E]):
                 )
                 return
         else:
-            subscription_id = f"legacy:{uuid.uuid4()}"
+            subscription_id = local_subscription_id()
         with self._lock:
             if observation.state is ObservationState.RELEASED:
                 stale = True
@@ -373,7 +364,7 @@ class DirectoryManager(Generic[S, U, E]):
                 observation._subscription_id = subscription_id
         if stale:
             if capable:  # released while establishing: free the server side too
-                self._submit({"type": "subscription.release.request", "subscriptionId": subscription_id}, 15.0)
+                self._link.release_stale(subscription_id)
             return
         if capable:
             self._routes.add(subscription_id, observation)
@@ -390,10 +381,8 @@ class DirectoryManager(Generic[S, U, E]):
         if not restored:
             return  # observe() raises it to the caller and forgets the observation
         self._forget(observation, error)
-        _log.warning("re-establishing %r failed: %s", observation, error)
         self.dispatcher.post(lambda: observation._fail(error))
-        if capable and isinstance(error, RequestTimeout):
-            self._reset_transport("Observation re-establishment timed out")
+        self._link.establishment_failed(repr(observation), error, owned=capable)
 
     def route(self, message: SessionMessage) -> None:
         """Reader thread: send an update to the observation(s) it belongs to."""
@@ -448,7 +437,7 @@ class DirectoryManager(Generic[S, U, E]):
             try:
                 self._submit(
                     {**observation._message, "subscribe": {}},
-                    RELEASE_TIMEOUT,
+                    control_timeout(str(observation._message.get("type", ""))),
                     direct=True,
                     on_settle=lambda payload, error, o=observation: self._established(o, payload, error, restored=True),
                 )
@@ -466,16 +455,11 @@ class DirectoryManager(Generic[S, U, E]):
                 if observation.state is ObservationState.LIVE:
                     observation.state = ObservationState.RESTORING
 
-    def release_all_for_close(self, kind: HostKind) -> list[Future[Any]]:
+    def release_for_close(self, kind: HostKind) -> list[Future[Any]]:
         """``close()`` while connected: release every capable observation (futures to await)."""
         with self._lock:
             live = [o for o in self._observations if o.state is ObservationState.LIVE and o.capable]
-        futures = []
-        for observation in live:
-            with contextlib.suppress(DaemonClientError):
-                message = {"type": "subscription.release.request", "subscriptionId": observation.subscription_id}
-                futures.append(self._submit(message, 2.0))
-        return futures
+        return self._link.release_for_close([release_message(o.subscription_id) for o in live if o.subscription_id])
 
     def dispose(self) -> None:
         """After ``close()``: fail pending ``ready`` futures and detach every callback."""
@@ -486,4 +470,4 @@ class DirectoryManager(Generic[S, U, E]):
             observation.state = ObservationState.RELEASED
             observation._callbacks = ()
             if not observation.ready.done():
-                observation.ready.set_exception(ClientClosed("Daemon client closed"))
+                observation.ready.set_exception(ClientClosed())

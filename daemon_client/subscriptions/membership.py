@@ -26,10 +26,8 @@ import contextlib
 import enum
 import logging
 import threading
-import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -37,22 +35,25 @@ import attrs
 from daemon_client.errors import (
     ClientClosed,
     ConnectionLost,
-    DaemonClientError,
+    ConnectionUnavailable,
     NotConnected,
     ProtocolError,
-    RequestTimeout,
     SubscriptionReleased,
 )
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionMessage
-from daemon_client.runtime.dispatch import Dispatcher
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.pushes import RouteTable
 from daemon_client.runtime.requests import CallbackFuture
+from daemon_client.subscriptions.lifecycle import (
+    RELEASE_REQUEST,
+    SubscriptionLink,
+    control_timeout,
+    local_subscription_id,
+    release_message,
+)
 
 _log = logging.getLogger("daemon_client.subscriptions.membership")
-RELEASE = "subscription.release.request"
-CONTROL_TIMEOUT = 15.0
 
 
 class Mode(enum.Enum):
@@ -133,7 +134,7 @@ class Membership:
     def release(self, timeout: float | None = None) -> None:
         """Release and wait for the teardown (capable: the release reply; selective: the
         shrunken union's acknowledgement; broadcast-only: local detach). Harmless twice."""
-        self._manager.release(self, wait=CONTROL_TIMEOUT if timeout is None else timeout)
+        self._manager.release(self, wait=control_timeout(RELEASE_REQUEST) if timeout is None else timeout)
 
     def __enter__(self: M) -> M:
         return self
@@ -161,20 +162,11 @@ M = TypeVar("M", bound=Membership)
 class MembershipManager(Generic[M]):
     """Every membership of one family made through one client."""
 
-    def __init__(
-        self,
-        family: MembershipFamily,
-        *,
-        submit: Callable[..., Future[dict[str, Any]]],
-        server_info: Callable[[], ServerInfo | None],
-        reset_transport: Callable[[str], None],
-        dispatcher: Dispatcher,
-    ) -> None:
+    def __init__(self, family: MembershipFamily, link: SubscriptionLink) -> None:
         self.family = family
-        self._submit = submit
-        self._server_info = server_info
-        self._reset_transport = reset_transport
-        self.dispatcher = dispatcher
+        self._link = link
+        self._submit = link.submit
+        self.dispatcher = link.dispatcher
         self._lock = threading.Lock()
         self._subs: list[M] = []
         self._mode: Mode | None = None
@@ -222,10 +214,10 @@ class MembershipManager(Generic[M]):
         future: Future[dict[str, Any]] | None = None
         try:
             if mode is Mode.OWNED and previous is State.LIVE and sub.subscription_id:
-                future = self._submit({"type": RELEASE, "subscriptionId": sub.subscription_id}, CONTROL_TIMEOUT)
+                future = self._link.release_on_server(sub.subscription_id)
             elif mode is Mode.UNION:
                 future = self._sync_union(direct=False)
-        except (ConnectionLost, NotConnected, ClientClosed):
+        except ConnectionUnavailable:
             return
         if future is None:
             return
@@ -234,25 +226,19 @@ class MembershipManager(Generic[M]):
             self._await_teardown(sub, future, wait)
 
     def _await_teardown(self, sub: Membership, future: Future[dict[str, Any]], wait: float) -> None:
-        try:
-            future.result(wait + 1.0)
-        except (ConnectionLost, NotConnected, ClientClosed):
-            pass
-        except (DaemonClientError, FutureTimeout) as exc:
-            _log.warning("releasing %r failed (%s); resetting the connection", sub, exc)
-            self._reset_transport(f"Subscription release failed: {exc}")
+        self._link.await_release(repr(sub), future, wait)
 
     # -------------------------------------------------------------- establishment
     def _establish(self, subs: list[M], mode: Mode, *, direct: bool) -> None:
         if mode is Mode.BROADCAST:
             for sub in subs:
-                self._go_live(sub, f"legacy:{uuid.uuid4()}", None)
+                self._go_live(sub, local_subscription_id(), None)
         elif mode is Mode.OWNED:
             for sub in subs:
                 try:
                     self._submit(
                         {"type": self.family.request_type, self.family.key_field: [sub.key]},
-                        CONTROL_TIMEOUT,
+                        control_timeout(self.family.request_type),
                         direct=direct,
                         on_settle=lambda payload, error, sub=sub: self._owned_ack(sub, payload, error),
                     )
@@ -281,7 +267,7 @@ class MembershipManager(Generic[M]):
             self._ever_sent_union = True
             try:
                 return self._send_union(union, direct=direct)
-            except DaemonClientError:
+            except Exception:
                 with self._lock:  # not sent: the next attempt must not take it for the current union
                     if self._sent_union == union:
                         self._sent_union = None
@@ -298,7 +284,7 @@ class MembershipManager(Generic[M]):
     def _send_union(self, union: frozenset[str], *, direct: bool) -> Future[dict[str, Any]]:
         return self._submit(
             {"type": self.family.request_type, self.family.key_field: sorted(union)},
-            CONTROL_TIMEOUT,
+            control_timeout(self.family.request_type),
             direct=direct,
             on_settle=lambda payload, error: self._union_ack(union, payload, error),
         )
@@ -327,7 +313,7 @@ class MembershipManager(Generic[M]):
                 self._sent_union = self._acked  # the daemon kept the last acknowledged union
         for sub in waiting:
             if error is None:
-                self._go_live(sub, f"legacy:{uuid.uuid4()}", (payload or {}).get("requestId"))
+                self._go_live(sub, local_subscription_id(), (payload or {}).get("requestId"))
             else:
                 self._failed(sub, error)
 
@@ -343,7 +329,7 @@ class MembershipManager(Generic[M]):
             mode = self._mode
         if stale:
             if mode is Mode.OWNED:
-                self._submit({"type": RELEASE, "subscriptionId": subscription_id}, CONTROL_TIMEOUT)
+                self._link.release_stale(subscription_id)
             return
         if sub.ever_ready:
             self.dispatcher.post(lambda: sub._on_restored() if sub.generation == generation else None)
@@ -365,12 +351,12 @@ class MembershipManager(Generic[M]):
                 self._subs.remove(sub)
             self._unroute_locked(sub)
             mode = self._mode
-        _log.warning("%s subscription for %s failed: %s", self.family.name, sub.key, error)
         self.dispatcher.post(lambda: sub._on_failed(error))
         if not sub.ready.done():
             sub.ready.set_exception(error)
-        if mode is Mode.OWNED and isinstance(error, RequestTimeout):
-            self._reset_transport(f"{self.family.name} subscription establishment timed out")
+        self._link.establishment_failed(
+            f"the {self.family.name} subscription for {sub.key}", error, owned=mode is Mode.OWNED
+        )
 
     def _route_locked(self, sub: M) -> None:
         if sub.subscription_id and self._mode is Mode.OWNED:
@@ -425,7 +411,7 @@ class MembershipManager(Generic[M]):
 
     def restore(self, kind: HostKind, reconnected: bool) -> None:
         """Reader thread, after each handshake: establish pending and restore lost memberships."""
-        mode = self.family.mode(kind, self._server_info())
+        mode = self.family.mode(kind, self._link.server_info())
         with self._lock:
             self._mode = mode
             pending = [s for s in self._subs if s.state is State.PENDING]
@@ -435,7 +421,7 @@ class MembershipManager(Generic[M]):
             self._establish(pending, mode, direct=True)
         elif mode is Mode.UNION and reconnected and self._ever_sent_union:
             # the resumed server session may still hold an older union: set it to the current one
-            with contextlib.suppress(ConnectionLost, NotConnected, ClientClosed):
+            with contextlib.suppress(ConnectionUnavailable):
                 self._sync_union(direct=True)
 
     def release_for_close(self, kind: HostKind) -> list[Future[Any]]:
@@ -443,23 +429,18 @@ class MembershipManager(Generic[M]):
         with self._lock:
             mode, live = self._mode, [s for s in self._subs if s.state is State.LIVE]
             union_live = self._sent_union
-        futures: list[Future[Any]] = []
-        try:
-            if mode is Mode.OWNED:
-                for sub in live:
-                    futures.append(self._submit({"type": RELEASE, "subscriptionId": sub.subscription_id}, 2.0))
-            elif mode is Mode.UNION and union_live:
-                futures.append(self._submit({"type": self.family.request_type, self.family.key_field: []}, 2.0))
-        except DaemonClientError:
-            pass
-        return futures
+        if mode is Mode.OWNED:
+            return self._link.release_for_close([release_message(s.subscription_id) for s in live if s.subscription_id])
+        if mode is Mode.UNION and union_live:
+            return self._link.release_for_close([{"type": self.family.request_type, self.family.key_field: []}])
+        return []
 
     def dispose(self) -> None:
         """After ``close()``: fail pending ``ready`` futures and tell every live handle."""
         with self._lock:
             subs, self._subs = self._subs, []
             self._by_key = {}
-        closed = ClientClosed("Daemon client closed")
+        closed = ClientClosed()
         for sub in subs:
             sub.state = State.RELEASED
             if not sub.ready.done():

@@ -81,7 +81,7 @@ class TimelineSubscription(Membership):
             self._emit(TimelineUpdate(self.key, SubscriptionRestored(), subscription_id=self.subscription_id))
 
     def _on_failed(self, error: BaseException) -> None:
-        self._emit(TimelineUpdate(self.key, SubscriptionError(str(error))))
+        self._emit(TimelineUpdate(self.key, SubscriptionError(str(error), exception=error)))
 
 
 class TimelineManager(MembershipManager[TimelineSubscription]):

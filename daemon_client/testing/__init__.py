@@ -6,15 +6,42 @@ loopback port (``fake.serve()``, needs the ``test`` extra for ``websockets``). T
 plugin of this package adds the ``fake_daemon`` and ``fake_client`` fixtures.
 """
 
-from daemon_client.testing.fake.daemon import FakeDaemon, RequestContext
-from daemon_client.testing.recording import RecordingHandler
-from daemon_client.testing.threads import assert_no_new_threads, live_threads, no_leaked_threads
+from __future__ import annotations
 
-__all__ = [
-    "FakeDaemon",
-    "RecordingHandler",
-    "RequestContext",
-    "assert_no_new_threads",
-    "live_threads",
-    "no_leaked_threads",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from daemon_client.testing.fake.daemon import FakeDaemon as FakeDaemon
+    from daemon_client.testing.fake.daemon import RequestContext as RequestContext
+    from daemon_client.testing.recording import RecordingHandler as RecordingHandler
+    from daemon_client.testing.threads import assert_no_new_threads as assert_no_new_threads
+    from daemon_client.testing.threads import live_threads as live_threads
+    from daemon_client.testing.threads import no_leaked_threads as no_leaked_threads
+
+_LAZY: dict[str, str] = {
+    "FakeDaemon": "daemon_client.testing.fake.daemon",
+    "RecordingHandler": "daemon_client.testing.recording",
+    "RequestContext": "daemon_client.testing.fake.daemon",
+    "assert_no_new_threads": "daemon_client.testing.threads",
+    "live_threads": "daemon_client.testing.threads",
+    "no_leaked_threads": "daemon_client.testing.threads",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import public names on first use: loading the pytest plugin (which lives in this
+    package) imports nothing of the client until a fixture runs."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'daemon_client.testing' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+__all__ = sorted(_LAZY)  # noqa: PLE0605 - one source: the lazy table

@@ -1,0 +1,132 @@
+"""The lifecycle policy every subscription family shares: one place that decides how demand
+is released, what a failed establishment does, how local IDs look and how long control
+requests may take.
+
+Directory observations (:mod:`daemon_client.subscriptions.directory`), timeline memberships
+and event subscriptions (:mod:`daemon_client.subscriptions.membership`) keep their own state
+machines, because their semantics differ (a snapshot and a current view against a union of
+keys), but they reach the connection only through a :class:`SubscriptionLink` and register
+with it through the one :class:`LifecycleHooks` protocol.
+
+Threads: a link's methods run on whichever thread calls them (the caller's thread for
+``release``, the reader thread for acknowledgements, restores and ``close()``'s releases).
+They never run user code, never hold a lock while sending, and never raise a connection
+error out of a reader-thread hook.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Protocol
+
+import attrs
+
+from daemon_client.errors import ConnectionUnavailable, DaemonClientError, RequestTimeout
+from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.models import ServerInfo
+from daemon_client.protocol.replies import CLOSE_RELEASE_TIMEOUT, default_timeout_for
+from daemon_client.runtime.dispatch import Dispatcher
+
+_log = logging.getLogger("daemon_client.subscriptions")
+
+RELEASE_REQUEST = "subscription.release.request"
+"""Ends one server-side subscription of a capable host (protocol.md 3.2)."""
+
+LOCAL_ID_PREFIX = "legacy:"
+"""Prefix of the IDs this client issues where the host issues none (selective and broadcast hosts)."""
+
+RESULT_GRACE = 1.0
+"""Added to a request's own timeout when waiting for its future (the request fails first)."""
+
+Submit = Callable[..., Future[dict[str, Any]]]
+
+
+def control_timeout(request_type: str) -> float:
+    """The timeout of a subscription control request, from the one table of request timeouts."""
+    return default_timeout_for(request_type, default_timeout_for(RELEASE_REQUEST, 15.0))
+
+
+def local_subscription_id() -> str:
+    """A fresh local subscription ID (``legacy:<uuid4>``), minted on every establishment."""
+    return f"{LOCAL_ID_PREFIX}{uuid.uuid4()}"
+
+
+class LifecycleHooks(Protocol):
+    """What every subscription manager offers the connection (registered by the client)."""
+
+    def restore(self, kind: HostKind, reconnected: bool) -> None:
+        """Reader thread, after every handshake: establish pending demand, restore lost demand."""
+
+    def on_disconnect(self) -> None:
+        """Reader thread, when a connection ends: live demand waits for re-establishment."""
+
+    def release_for_close(self, kind: HostKind) -> list[Future[Any]]:
+        """``close()`` while connected: release server-side demand; futures to await briefly."""
+
+    def dispose(self) -> None:
+        """After ``close()``: fail pending work and detach every callback."""
+
+
+@attrs.frozen
+class SubscriptionLink:
+    """What a subscription manager uses of the connection and the callback thread."""
+
+    submit: Submit
+    """``submit(message, timeout, *, direct=False, on_settle=None) -> Future``."""
+    server_info: Callable[[], ServerInfo | None]
+    host_kind: Callable[[], HostKind | None]
+    reset_transport: Callable[[str], None]
+    dispatcher: Dispatcher
+
+    # ------------------------------------------------------------------ release
+    def release_on_server(self, subscription_id: str, timeout: float | None = None) -> Future[dict[str, Any]]:
+        """Send ``subscription.release.request``; raises ``ConnectionUnavailable`` if it cannot."""
+        wait = control_timeout(RELEASE_REQUEST) if timeout is None else timeout
+        return self.submit({"type": RELEASE_REQUEST, "subscriptionId": subscription_id}, wait)
+
+    def release_stale(self, subscription_id: str) -> None:
+        """An acknowledgement arrived for demand released meanwhile: free the server side too
+        (fire and forget; the daemon frees it anyway when the socket goes)."""
+        try:
+            self.release_on_server(subscription_id)
+        except DaemonClientError as exc:
+            _log.debug("stale subscription %s not released: %s", subscription_id, exc)
+
+    def await_release(self, what: object, future: Future[dict[str, Any]], wait: float) -> None:
+        """Wait for a release's confirmation. A lost connection is fine (the daemon released
+        what the socket owned); any other failure leaves the daemon's state unknown, so the
+        connection is reset and everything is established again from scratch."""
+        try:
+            future.result(wait + RESULT_GRACE)
+        except ConnectionUnavailable:
+            pass
+        except (DaemonClientError, FutureTimeout) as exc:
+            _log.warning("releasing %s failed (%s); resetting the connection", what, exc)
+            self.reset_transport(f"Subscription release failed: {exc}")
+
+    def release_for_close(self, messages: list[dict[str, Any]]) -> list[Future[Any]]:
+        """Send each release message of ``close()`` (best effort, short timeout)."""
+        futures: list[Future[Any]] = []
+        for message in messages:
+            try:
+                futures.append(self.submit(message, CLOSE_RELEASE_TIMEOUT))
+            except DaemonClientError:
+                break
+        return futures
+
+    # ------------------------------------------------------------------ establishment
+    def establishment_failed(self, what: object, error: BaseException, *, owned: bool) -> None:
+        """Log a failed (re-)establishment; on a capable host a timeout leaves the daemon's
+        state unknown, so the connection is reset."""
+        _log.warning("establishing %s failed: %s", what, error)
+        if owned and isinstance(error, RequestTimeout):
+            self.reset_transport(f"Establishing {what} timed out")
+
+
+def release_message(subscription_id: str) -> dict[str, Any]:
+    """The release request of one server-side subscription."""
+    return {"type": RELEASE_REQUEST, "subscriptionId": subscription_id}
