@@ -21,7 +21,10 @@ from daemon_client.protocol.models import ServerInfo
 
 @attrs.frozen
 class AgentConfig:
-    """What to run: ``provider`` may be ``"provider/model"`` (split before sending)."""
+    """What to run: ``provider="provider/model"`` (split before sending), or ``provider`` with
+    ``model=``. A provider without a model is refused before anything is sent, as the
+    TypeScript SDK does; the provider's default model is the one marked ``is_default`` in
+    ``client.providers.snapshot()``."""
 
     provider: str
     model: str | None = None
@@ -35,9 +38,12 @@ class AgentConfig:
     """Further config fields sent as they are (camelCase wire names)."""
 
     def to_wire(self, cwd: str, title: str | None) -> dict[str, Any]:
-        provider, _, model = self.provider.partition("/")
-        if not provider:
-            raise ValueError("AgentConfig.provider is required ('provider' or 'provider/model')")
+        provider, slash, model = self.provider.partition("/")
+        if not provider or (slash and not model) or not (model or self.model):
+            raise ValueError(
+                f'Expected config.provider in "provider/model" format (or a provider and model=...), '
+                f"got provider={self.provider!r}, model={self.model!r}"
+            )
         if model and self.model and model != self.model:
             raise ValueError(f"provider {self.provider!r} names model {model!r}, but model={self.model!r}")
         config: dict[str, Any] = {"provider": provider, "cwd": cwd, **dict(self.extra)}

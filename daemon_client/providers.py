@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from daemon_client.errors import ProvidersNotReady, check_reply
 from daemon_client.protocol.agents import AgentMode
 from daemon_client.protocol.codec import structure
+from daemon_client.protocol.paths import same_directory
 from daemon_client.protocol.providers import (
     AvailableProvider,
     ProviderModel,
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
     from daemon_client.runtime.context import ClientContext
 
 EVENT = "providers_snapshot_update"
+
+
+def _as_snapshot(update: ProviderSnapshotUpdate) -> ProviderSnapshot:
+    return ProviderSnapshot(entries=update.entries, generated_at=update.generated_at, cwd=update.cwd)
 
 
 class ProvidersNamespace:
@@ -65,11 +70,14 @@ class ProvidersNamespace:
     def wait_for_ready(self, cwd: str | None = None, timeout: float = 60.0) -> ProviderSnapshot:
         """Wait until no provider is ``loading`` and return that catalog (protocol.md 7.5).
 
-        Observes first, then reads the snapshot, so no update can fall in between; an
-        update that arrives before the snapshot reply is kept and examined after it. On
-        hosts with per-directory snapshots only updates for ``cwd`` count. Raises
-        ``ProvidersNotReady`` (a ``RequestTimeout``) naming the providers still loading.
-        The observation is released in every outcome.
+        Observes first, then reads the snapshot, so no update can fall in between; of the
+        updates already delivered when the reply arrives only the newest is examined. On
+        hosts with per-directory snapshots only updates for the snapshot's directory count:
+        the one the daemon's reply names (its own spelling of ``cwd``), else ``cwd``, compared
+        as directories (``/repo/./sdk`` is ``/repo/sdk``, ``C:\\repo`` is ``C:/repo``; see
+        :func:`~daemon_client.protocol.paths.directory_key`). Raises ``ProvidersNotReady``
+        (a ``RequestTimeout``) naming the providers still loading. The observation is
+        released in every outcome.
         """
         self._events.dispatcher.check_can_wait("provider updates")
         deadline = time.monotonic() + timeout
@@ -81,19 +89,35 @@ class ProvidersNamespace:
             loading = snapshot.loading
             if not loading:
                 return snapshot
-            per_cwd = self._context.server_info is not None and self._context.server_info.feature(
-                "providersSnapshotCwd"
-            )
+            info = self._context.server_info
+            per_cwd = info is not None and info.feature("providersSnapshotCwd")
+            directory = snapshot.cwd if snapshot.cwd is not None else cwd
+
+            def counts(update: ProviderSnapshotUpdate) -> bool:
+                return not per_cwd or directory is None or same_directory(update.cwd, directory)
+
+            newest: ProviderSnapshotUpdate | None = None
+            while True:  # of the updates that came before the reply, only the newest tells the state
+                try:
+                    update = updates.get_nowait()
+                except queue.Empty:
+                    break
+                if counts(update):
+                    newest = update
+            if newest is not None:
+                loading = newest.loading
+                if not loading:
+                    return _as_snapshot(newest)
             while (remaining := deadline - time.monotonic()) > 0:
                 try:
                     update = updates.get(timeout=remaining)
                 except queue.Empty:
                     break
-                if per_cwd and cwd is not None and update.cwd != cwd:
+                if not counts(update):
                     continue
                 loading = update.loading
                 if not loading:
-                    return ProviderSnapshot(entries=update.entries, generated_at=update.generated_at, cwd=update.cwd)
+                    return _as_snapshot(update)
             raise ProvidersNotReady(
                 f"Timed out waiting for providers: {', '.join(loading)}",
                 request_type="wait_for_ready",

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     add_common_arguments(parser)
     parser.add_argument("prompt", nargs="?", default="What is the answer?")
     parser.add_argument("--agent", help="an existing agent's ID (default: create one)")
-    parser.add_argument("--provider", default="mock", help="'provider' or 'provider/model' of a new agent")
+    parser.add_argument("--provider", default="mock/ten-second-stream", help="'provider/model' of a new agent")
     parser.add_argument("--cwd", default=os.getcwd(), help="working directory of a new agent")
     args = parser.parse_args(argv)
 

@@ -268,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--history", type=int, default=0, help="first print the last N history rows")
     run = command("run", "create an agent, run a prompt, print the final message", cmd_run)
     run.add_argument("prompt")
-    run.add_argument("--provider", required=True, help="provider or provider/model")
+    run.add_argument("--provider", required=True, help="provider/model, e.g. claude/sonnet")
     run.add_argument("--cwd", required=True)
     run.add_argument("--mode")
     run.add_argument("--title")
@@ -297,6 +297,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except ProtocolError as exc:
         return _fail(f"protocol error: {exc}")
     except DaemonClientError as exc:
+        return _fail(str(exc))
+    except ValueError as exc:  # an argument the client refuses before sending (e.g. --provider without a model)
         return _fail(str(exc))
     except KeyboardInterrupt:
         return 130

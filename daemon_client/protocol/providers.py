@@ -21,7 +21,12 @@ ThinkingOption = FeatureOption
 
 @attrs.frozen
 class ProviderModel:
-    """A model a provider offers."""
+    """A model a provider offers.
+
+    ``default_thinking_option_id`` is the daemon's ``defaultThinkingOptionId`` or, when the
+    daemon sends none, the first thinking option marked ``is_default`` (as the TypeScript
+    SDK reports it); ``None`` when neither names one.
+    """
 
     id: str
     provider: str = ""
@@ -35,6 +40,11 @@ class ProviderModel:
     is_selectable: bool | None = None
     context_window_max_tokens: int | None = None
     extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.default_thinking_option_id is None and self.thinking_options:
+            marked = next((option.id for option in self.thinking_options if option.is_default is True), None)
+            object.__setattr__(self, "default_thinking_option_id", marked)
 
 
 @attrs.frozen

@@ -88,7 +88,12 @@ class MembershipFamily:
 
 @attrs.frozen
 class MembershipAck:
-    """What ``ready`` resolves to: the acknowledgement of this handle's demand."""
+    """What ``ready`` resolves to: the acknowledgement of this handle's demand.
+
+    ``request_id`` is the acknowledging request's ID; on broadcast-only hosts, which are
+    sent nothing, the acknowledgement is local and its ``request_id`` is the local
+    ``legacy:<uuid>`` subscription ID (as in the TypeScript SDK).
+    """
 
     keys: tuple[str, ...]
     subscription_id: str
@@ -231,8 +236,9 @@ class MembershipManager(Generic[M]):
     # -------------------------------------------------------------- establishment
     def _establish(self, subs: list[M], mode: Mode, *, direct: bool) -> None:
         if mode is Mode.BROADCAST:
-            for sub in subs:
-                self._go_live(sub, local_subscription_id(), None)
+            for sub in subs:  # acknowledged locally: the request ID is the local subscription ID
+                local_id = local_subscription_id()
+                self._go_live(sub, local_id, local_id)
         elif mode is Mode.OWNED:
             for sub in subs:
                 try:

@@ -56,17 +56,17 @@ def test_create_and_run_returns_the_joined_final_message(connected, kind: str) -
 def test_create_failure_is_an_agent_create_error(connected, kind: str) -> None:
     _, client = connected(kind)
     with pytest.raises(dc.AgentCreateError) as info:
-        client.agents.create(dc.AgentConfig(provider="nope"), cwd="/home/dev")
+        client.agents.create(dc.AgentConfig(provider="nope/model"), cwd="/home/dev")
     assert isinstance(info.value, dc.RpcError)
     with pytest.raises(ValueError, match="working directory"):
-        client.agents.create(dc.AgentConfig(provider="mock"))
+        client.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"))
 
 
 def test_background_needs_a_host_that_has_it(connected) -> None:
     fake, client = connected("broadcast")
     before = len(fake.received)
     with pytest.raises(dc.UnsupportedByHost, match="Update the host"):
-        client.agents.create(dc.AgentConfig(provider="mock"), cwd="/home/dev", background=True)
+        client.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"), cwd="/home/dev", background=True)
     assert len(fake.received) == before
 
 
@@ -83,7 +83,7 @@ def test_send_rejected_for_unknown_agent(connected, kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_wait_for_finish_timeout_is_a_status_and_cancel_stops_the_turn(connected, kind: str) -> None:
     _, client = connected(kind)
-    agent = client.agents.create(dc.AgentConfig(provider="mock"), cwd="/home/dev/projects/demo")
+    agent = client.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"), cwd="/home/dev/projects/demo")
     seen = RecordingHandler[dc.TimelineUpdate]("seen")
     agent.timeline.subscribe(seen).ready.result(5)
     agent.send("please hold")
@@ -98,7 +98,7 @@ def test_wait_for_finish_timeout_is_a_status_and_cancel_stops_the_turn(connected
 @pytest.mark.parametrize("kind", KINDS)
 def test_failed_turn_reports_error_status(connected, kind: str) -> None:
     _, client = connected(kind)
-    agent = client.agents.create(dc.AgentConfig(provider="mock"), cwd="/home/dev/projects/demo")
+    agent = client.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"), cwd="/home/dev/projects/demo")
     result = agent.run("please fail", timeout=10)
     assert result.status == "error"
     assert result.error
@@ -107,7 +107,7 @@ def test_failed_turn_reports_error_status(connected, kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_archive(connected, kind: str) -> None:
     fake, client = connected(kind)
-    agent = client.agents.create(dc.AgentConfig(provider="mock"), cwd="/home/dev/projects/demo")
+    agent = client.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"), cwd="/home/dev/projects/demo")
     archived_at = agent.archive()
     assert archived_at
     assert agent.current().archived_at == archived_at
@@ -117,7 +117,7 @@ def test_archive(connected, kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_permission_request_and_answer(connected, kind: str) -> None:
     _, client = connected(kind)
-    agent = client.agents.create(dc.AgentConfig(provider="mock"), cwd="/home/dev/projects/demo")
+    agent = client.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"), cwd="/home/dev/projects/demo")
     seen = RecordingHandler[dc.TimelineUpdate]("seen")
     agent.timeline.subscribe(seen).ready.result(5)
     agent.send("ask permission")
@@ -140,5 +140,7 @@ def test_an_idempotency_key_the_host_cannot_honour_is_refused(connected) -> None
     fake, client = connected("broadcast")
     before = len(fake.received)
     with pytest.raises(dc.UnsupportedByHost, match="idempotently"):
-        client.agents.create(dc.AgentConfig(provider="mock"), cwd="/home/dev", prompt="hi", idempotency_key="k-1")
+        client.agents.create(
+            dc.AgentConfig(provider="mock/ten-second-stream"), cwd="/home/dev", prompt="hi", idempotency_key="k-1"
+        )
     assert len(fake.received) == before

@@ -103,7 +103,8 @@ def test_run_prints_the_final_message_and_exits_by_status(daemon: FakeDaemon) ->
     assert code == 0
     assert "The answer is 42." in out
     assert "-- idle" in out
-    code, out = run(["run", "--url", daemon.url, "--provider", "mock", "--cwd", "/home/dev", "please fail"])
+    code, out = run(["run", "--url", daemon.url, "--provider", "mock/ten-second-stream", "--cwd", "/home/dev",
+                     "please fail"])  # fmt: skip
     assert code == 1
     assert "-- error" in out
 

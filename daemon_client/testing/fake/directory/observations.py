@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.paths import same_directory
 from daemon_client.testing.fake.directory.query import (
     AGENT_SORT_KEYS,
     DEFAULT_AGENT_SORT,
@@ -361,7 +362,7 @@ class FakeDirectory:
             self._fail(ctx, QueryError("Invalid cwd: expected a non-empty string"))
             return
         with self.lock:
-            missing = cwd in self.workspaces.missing_directories
+            missing = any(same_directory(cwd, gone) for gone in self.workspaces.missing_directories)
         if missing:
             error = f"Directory not found: {cwd}"
             self._reply_later(ctx, {"workspace": None, "error": error, "errorCode": "directory_not_found"})

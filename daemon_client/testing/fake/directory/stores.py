@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.paths import same_directory
 from daemon_client.testing.fake.directory.query import camel_case, iso_from_ms
 
 __all__ = ["DEFAULT_CWD", "AgentStore", "DirectorySink", "WorkspaceStore", "default_placement"]
@@ -285,9 +286,13 @@ class WorkspaceStore:
         return copy.deepcopy(workspace)
 
     def open(self, cwd: str) -> dict[str, Any]:
-        """What ``open_project_request`` does: the workspace of ``cwd``, created if new."""
+        """What ``open_project_request`` does: the workspace of ``cwd``, created if new.
+
+        ``cwd`` is matched as a directory (``same_directory``), as the daemon resolves it."""
         with self._sink.lock:
-            existing = next((w for w in self._workspaces.values() if w.get("workspaceDirectory") == cwd), None)
+            existing = next(
+                (w for w in self._workspaces.values() if same_directory(w.get("workspaceDirectory"), cwd)), None
+            )
             if existing is not None:
                 result = copy.deepcopy(existing)
             else:

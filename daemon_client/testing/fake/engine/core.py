@@ -1,6 +1,6 @@
 """Transport-neutral state of the fake daemon, shared by the memory and loopback frontends.
 
-Owns the configuration and per-kind defaults (``server_info`` shapes of protocol.md 11.1.2-11.1.4),
+Owns the configuration and per-kind defaults (the ``server_info`` examples of protocol.md 11.1),
 the live connections, the server-side sessions keyed by ``clientId`` (protocol.md 1.7), the log
 of received frames and the fault-injection switches. Every method is thread-safe: connection
 reader threads record frames and join sessions, the test thread observes and scripts. The lock
