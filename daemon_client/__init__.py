@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from daemon_client.agent_handle import AgentHandle, RunResult
     from daemon_client.client import Client, connect
     from daemon_client.config import DEFAULT_APP_VERSION, DEFAULT_URL, Heartbeat, ReconnectPolicy
+    from daemon_client.discovery import DaemonTarget, Resolution, TargetKind
     from daemon_client.errors import (
         AgentCreateError,
         AuthenticationError,
@@ -121,6 +122,7 @@ _LAZY: dict[str, str] = {
     "DEFAULT_APP_VERSION": "daemon_client.config",
     "DEFAULT_URL": "daemon_client.config",
     "DaemonClientError": "daemon_client.errors",
+    "DaemonTarget": "daemon_client.discovery",
     "DirectoryMessage": "daemon_client.protocol.directory",
     "DirectoryObservation": "daemon_client.observations",
     "ErrorItem": "daemon_client.protocol.timeline",
@@ -150,6 +152,7 @@ _LAZY: dict[str, str] = {
     "ReconnectPolicy": "daemon_client.config",
     "Replacement": "daemon_client.protocol.timeline",
     "RequestTimeout": "daemon_client.errors",
+    "Resolution": "daemon_client.discovery",
     "RpcError": "daemon_client.errors",
     "RunResult": "daemon_client.agent_handle",
     "ServerInfo": "daemon_client.protocol.models",
@@ -160,6 +163,7 @@ _LAZY: dict[str, str] = {
     "SubscriptionError": "daemon_client.protocol.timeline",
     "SubscriptionReleased": "daemon_client.errors",
     "SubscriptionRestored": "daemon_client.protocol.timeline",
+    "TargetKind": "daemon_client.discovery",
     "ThinkingOption": "daemon_client.protocol.providers",
     "ThreadStarted": "daemon_client.protocol.timeline",
     "TimelineAck": "daemon_client.timeline_routing",
@@ -237,6 +241,7 @@ __all__ = [
     "ConnectionLost",
     "ConnectionState",
     "DaemonClientError",
+    "DaemonTarget",
     "DirectoryMessage",
     "DirectoryObservation",
     "ErrorItem",
@@ -266,6 +271,7 @@ __all__ = [
     "ReconnectPolicy",
     "Replacement",
     "RequestTimeout",
+    "Resolution",
     "RpcError",
     "RunResult",
     "ServerInfo",
@@ -276,6 +282,7 @@ __all__ = [
     "SubscriptionError",
     "SubscriptionReleased",
     "SubscriptionRestored",
+    "TargetKind",
     "ThinkingOption",
     "ThreadStarted",
     "TimelineAck",

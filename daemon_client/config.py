@@ -10,8 +10,8 @@ import random
 
 import attrs
 
+#: Where the client connects when no address is given and none is found (``localhost:6767``).
 DEFAULT_URL = "ws://localhost:6767/ws"
-"""Where the client connects when no address is given and none is found (``localhost:6767``)."""
 #: Sent as ``hello.appVersion``: a Paseo version, never this package's. Daemons hide
 #: non-builtin providers (and their agents) from clients announcing less than 0.1.45.
 DEFAULT_APP_VERSION = "0.1.65"

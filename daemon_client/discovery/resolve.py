@@ -56,10 +56,15 @@ class Resolution:
     """
 
     target: DaemonTarget
+    """The address chosen."""
     source: str
+    """Where it came from: ``url``, ``PASEO_HOST``, ``PASEO_LISTEN``, ``pid file``, ``config``, ``default``."""
     reason: str
+    """One line, e.g. ``/home/me/.paseo/paseo.pid (listen) = 127.0.0.1:6767``."""
     explicit: bool
+    """Given by the caller or ``PASEO_HOST``: never looked up again."""
     steps: tuple[Step, ...]
+    """Every place looked at, in order, with what was found there."""
 
     def describe(self) -> str:
         """Several lines: the chosen address, then every place looked at."""
