@@ -296,3 +296,13 @@ def test_paseo_password_still_applies_to_discovered_daemons(home: Path, monkeypa
     with dc.connect(strict=True) as client:
         assert client.resolution.source == "PASEO_LISTEN"
         assert fake.wait_for_frame("hello")["auth"] == {"kind": "password", "password": "env-Pass"}
+
+
+def test_a_pid_file_without_an_address_is_passed_over(home: Path) -> None:
+    write_pid(home, listen=None)
+    write_config(home, "127.0.0.1:7100")
+    found = resolve()
+    assert found.source == "config"
+    assert [(s.where, s.note) for s in found.steps if s.source == "pid file"] == [
+        (f"{home / 'paseo.pid'} (listen)", "not set")
+    ]

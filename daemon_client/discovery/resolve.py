@@ -164,7 +164,8 @@ def _pid_file_step(search: _Search, home: Path) -> None:
     if gone is not None:
         search.missing("pid file", str(path), f"skipped: the daemon (pid {gone}) is not running")
         return
-    field = "listen" if isinstance(lock.get("listen"), str) else "sockPath"
+    legacy = not isinstance(lock.get("listen"), str) and isinstance(lock.get("sockPath"), str)
+    field = "sockPath" if legacy else "listen"
     search.offer("pid file", f"{path} ({field})", lock.get(field))
 
 
