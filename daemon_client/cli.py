@@ -2,8 +2,8 @@
 
 ``demo`` and ``serve`` run the embedded simulated daemon; ``agents``, ``tail``, ``run``,
 ``providers``, ``workspaces`` and ``info`` talk to any daemon (``--host``/``--url``, else found
-as Paseo's CLI finds it; ``--password``/``PASEO_PASSWORD``). Commands run on the main thread; live output is fed
-from the client's callback thread. Errors print one line and exit non-zero.
+as Paseo's CLI finds it; ``--password``/``PASEO_PASSWORD``). Commands run on the main thread;
+live output is fed from the client's callback thread. Errors print one line and exit non-zero.
 """
 
 from __future__ import annotations
