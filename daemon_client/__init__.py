@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from daemon_client.config import DEFAULT_URL as DEFAULT_URL
     from daemon_client.config import Heartbeat as Heartbeat
     from daemon_client.config import ReconnectPolicy as ReconnectPolicy
+    from daemon_client.discovery import DaemonTarget as DaemonTarget
+    from daemon_client.discovery import Resolution as Resolution
+    from daemon_client.discovery import TargetKind as TargetKind
     from daemon_client.errors import AgentCreateError as AgentCreateError
     from daemon_client.errors import AuthenticationError as AuthenticationError
     from daemon_client.errors import CallbackError as CallbackError
@@ -133,6 +136,7 @@ _LAZY: dict[str, str] = {
     "DEFAULT_APP_VERSION": "daemon_client.config",
     "DEFAULT_URL": "daemon_client.config",
     "DaemonClientError": "daemon_client.errors",
+    "DaemonTarget": "daemon_client.discovery",
     "DirectoryMessage": "daemon_client.protocol.directory",
     "DirectoryObservation": "daemon_client.subscriptions.directory",
     "ErrorItem": "daemon_client.protocol.timeline",
@@ -162,6 +166,7 @@ _LAZY: dict[str, str] = {
     "ReconnectPolicy": "daemon_client.config",
     "Replacement": "daemon_client.protocol.timeline",
     "RequestTimeout": "daemon_client.errors",
+    "Resolution": "daemon_client.discovery",
     "RpcError": "daemon_client.errors",
     "RunResult": "daemon_client.agent_handle",
     "ServerInfo": "daemon_client.protocol.models",
@@ -172,6 +177,7 @@ _LAZY: dict[str, str] = {
     "SubscriptionError": "daemon_client.protocol.timeline",
     "SubscriptionReleased": "daemon_client.errors",
     "SubscriptionRestored": "daemon_client.protocol.timeline",
+    "TargetKind": "daemon_client.discovery",
     "ThinkingOption": "daemon_client.protocol.providers",
     "ThreadStarted": "daemon_client.protocol.timeline",
     "TimelineAck": "daemon_client.subscriptions.timeline",

@@ -24,8 +24,8 @@ from daemon_client.config import (
     ReconnectPolicy,
     check_app_version,
     password_from_env,
-    url_from_env,
 )
+from daemon_client.discovery import Resolution, TargetSource, resolve
 from daemon_client.namespaces import Namespaces
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
@@ -51,9 +51,14 @@ class Client:
     """A synchronous, threaded client of one Paseo daemon.
 
     Args:
-        url: ``ws://host:port/ws`` (or ``wss://``). Default: ``PASEO_URL``, else
-            ``ws://127.0.0.1:6767/ws``.
-        password: the daemon's password. Default: ``PASEO_PASSWORD``, else none.
+        url: the daemon's address: ``ws://host:port/ws`` (or ``wss://``), ``host:port``, a
+            port, ``/path/to.sock`` or ``unix:///path``, ``tcp://host:port?ssl=true&password=…``
+            (``pipe://name`` is parsed but cannot be dialled). Default: found the way Paseo's
+            CLI finds it (``PASEO_HOST``, ``PASEO_LISTEN``, ``$PASEO_HOME/paseo.pid``, the
+            daemon's config, ``localhost:6767``), and found again before every reconnect;
+            ``PASEO_URL`` is not read. Raises ``ValueError`` for a malformed address.
+        password: the daemon's password. Default: the ``password=`` of a ``tcp://`` address,
+            else ``PASEO_PASSWORD``, else none.
         client_id: the id the daemon keys this client's session by; unique per
             instance and stable across its reconnects. Default ``daemon-client-<uuid4>``.
         app_version: the Paseo version announced in ``hello`` (not this package's).
@@ -98,7 +103,8 @@ class Client:
         if warning:
             self._log.warning("%s", warning)
         self._name = next_name("daemon-client")
-        self._url = url_from_env(url)
+        resolution = resolve(url or None)
+        self._targets = TargetSource(resolution, resolve, self._log.getChild("discovery"))
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
         self._request_timeout = request_timeout
         self._dispatcher = Dispatcher(
@@ -112,10 +118,10 @@ class Client:
         self._requests = RequestTable(self._timers, self._dispatcher.post)
         self._pushes = PushRegistry(self._dispatcher.post)
         options = ConnectionOptions(
-            url=self._url,
+            targets=self._targets,
             client_id=self._client_id,
             app_version=app_version,
-            password=password_from_env(password),
+            password=password_from_env(password if password is not None else resolution.target.password),
             connect_timeout=connect_timeout,
             reconnect=reconnect or ReconnectPolicy(),
             heartbeat=heartbeat or Heartbeat(),
@@ -206,7 +212,13 @@ class Client:
     # ------------------------------------------------------------------ state
     @property
     def url(self) -> str:
-        return self._url
+        """The daemon's address: ``ws://…``/``wss://…``, ``unix:///path`` or ``pipe://name``."""
+        return self._targets.current.url
+
+    @property
+    def resolution(self) -> Resolution:
+        """How the daemon was found: the address, its source, and every place looked at."""
+        return self._targets.resolution
 
     @property
     def client_id(self) -> str:
@@ -292,7 +304,7 @@ class Client:
         )
 
     def __repr__(self) -> str:
-        return f"<Client {self._url} {self.state.value}>"
+        return f"<Client {self.url} {self.state.value}>"
 
 
 def connect(url: str | None = None, *, timeout: float | None = None, **options: Any) -> Client:

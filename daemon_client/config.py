@@ -10,7 +10,8 @@ import random
 
 import attrs
 
-DEFAULT_URL = "ws://127.0.0.1:6767/ws"
+#: Where the client connects when no address is given and none is found (``localhost:6767``).
+DEFAULT_URL = "ws://localhost:6767/ws"
 #: Sent as ``hello.appVersion``: a Paseo version, never this package's. Daemons hide
 #: non-builtin providers (and their agents) from clients announcing less than 0.1.45.
 DEFAULT_APP_VERSION = "0.1.65"
@@ -84,11 +85,6 @@ def check_app_version(app_version: str) -> str | None:
             "provider but claude, codex and opencode (and their agents) from this client"
         )
     return None
-
-
-def url_from_env(url: str | None) -> str:
-    """The explicit URL, else ``PASEO_URL``, else the daemon's default URL."""
-    return url or os.environ.get("PASEO_URL") or DEFAULT_URL
 
 
 def password_from_env(password: str | None) -> str | None:

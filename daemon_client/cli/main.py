@@ -1,16 +1,15 @@
 """The ``daemon-client`` command (also ``python -m daemon_client``).
 
 ``demo`` and ``serve`` run the embedded simulated daemon; ``agents``, ``tail``, ``run``,
-``providers``, ``workspaces`` and ``info`` talk to any daemon (``--url``/``PASEO_URL``,
-``--password``/``PASEO_PASSWORD``). Commands run on the main thread; live output is fed
-from the client's callback thread. Errors print one line and exit non-zero.
+``providers``, ``workspaces`` and ``info`` talk to any daemon (``--host``/``--url``, else found
+as Paseo's CLI finds it; ``--password``/``PASEO_PASSWORD``). Commands run on the main thread;
+live output is fed from the client's callback thread. Errors print one line and exit non-zero.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -29,7 +28,6 @@ from daemon_client.cli.render import (
     workspaces_table,
 )
 from daemon_client.client import Client
-from daemon_client.config import DEFAULT_URL
 from daemon_client.errors import (
     AuthenticationError,
     ConnectionLost,
@@ -46,14 +44,14 @@ KINDS = [kind.value for kind in HostKind]
 
 
 @contextlib.contextmanager
-def _embedded(kind: str, port: int = 0) -> Iterator[tuple[str, list[str]]]:
+def _embedded(kind: str, port: int = 0, unix_path: str | None = None) -> Iterator[tuple[str, list[str]]]:
     """The simulated daemon on loopback; yields its URL and its agents' IDs."""
     try:
         from daemon_client.testing.fake.daemon import FakeDaemon
         from daemon_client.testing.simulation import Simulation
 
         fake = FakeDaemon(host_kind=HostKind(kind))
-        url = fake.serve(port=port)
+        url = fake.serve(port=port, unix_path=unix_path)
     except ImportError as exc:
         raise SystemExit(
             f"daemon-client: the embedded daemon needs the 'demo' extra ({exc.name} is missing): "
@@ -67,8 +65,14 @@ def _embedded(kind: str, port: int = 0) -> Iterator[tuple[str, list[str]]]:
         fake.close()
 
 
-def _client(args: argparse.Namespace) -> Client:
-    client = Client(args.url, password=args.password, connect_timeout=args.timeout)
+def _client(args: argparse.Namespace, out: TextIO | None = None) -> Client:
+    try:
+        client = Client(args.host, password=args.password, connect_timeout=args.timeout)
+    except ValueError as exc:
+        raise DaemonClientError(f"bad daemon address: {exc}") from None
+    args.found = client.url
+    if out is not None:
+        out.write(client.resolution.describe() + "\n")
     try:
         client.connect()
     except BaseException:
@@ -121,7 +125,7 @@ def _live_view(client: Client, out: TextIO, duration: float | None, follow: str)
 
 
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
-    with _embedded(args.host_kind, args.port) as (url, _):
+    with _embedded(args.host_kind, args.port, args.unix) as (url, _):
         out.write(f"simulated daemon ({args.host_kind} host) listening at {url}; Ctrl-C to stop\n")
         out.flush()
         _until(args.duration)
@@ -129,13 +133,13 @@ def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
-    with _client(args) as client:
+    with _client(args, out) as client:
         info = client.server_info
         assert info is not None
         kind = client.host_kind.value if client.host_kind else "unknown"
         out.write(
-            f"connected to {args.url}\n"
-            f"daemon   {info.version or 'unknown version'} on {info.hostname or 'unknown host'} ({info.server_id})\n"
+            f"connected to {client.url}\n"
+            f"version  {info.version or 'unknown version'} on {info.hostname or 'unknown host'} ({info.server_id})\n"
             f"host     {kind}\nfeatures {describe_features(info.features)}\n"
             f"ping     {(client.ping().round_trip or 0) * 1000:.2f} ms\n"
         )
@@ -237,8 +241,14 @@ def cmd_projects(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _connection_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default=os.environ.get("PASEO_URL", DEFAULT_URL), help="daemon URL (PASEO_URL)")
-    parser.add_argument("--password", default=os.environ.get("PASEO_PASSWORD"), help="(PASEO_PASSWORD)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--host",
+        help="daemon address: host:port, PORT, /path.sock, unix:///path, tcp://host:port?ssl=true, "
+        "ws://host:port/ws (default: PASEO_HOST, PASEO_LISTEN, $PASEO_HOME/paseo.pid, config, localhost:6767)",
+    )
+    where.add_argument("--url", dest="host", help="the same as --host")
+    parser.add_argument("--password", default=None, help="(default: PASEO_PASSWORD)")
     parser.add_argument("--timeout", type=float, default=15.0, help="connect and request timeout in seconds")
 
 
@@ -259,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = command("serve", "run the embedded simulated daemon alone and print its URL", cmd_serve, connects=False)
     serve.add_argument("--host-kind", choices=KINDS, default="capable")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
-    command("info", "print the daemon's server_info", cmd_info)
+    serve.add_argument("--unix", metavar="PATH", help="listen on this unix socket instead of a port")
+    command("info", "print how the daemon was found and its server_info", cmd_info)
     agents = command("agents", "list agents (--watch: follow their statuses)", cmd_agents)
     agents.add_argument("--watch", action="store_true")
     agents.add_argument("--json", action="store_true")
@@ -285,13 +296,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     stream = out or sys.stdout
-    url = getattr(args, "url", None)
     try:
         code: int = args.func(args, stream)
     except AuthenticationError as exc:
         return _fail(f"authentication failed: {exc}")
     except (ConnectionLost, ConnectTimeout) as exc:
-        return _fail(f"cannot connect to {url}: {exc} (is the daemon running? set --url or PASEO_URL)")
+        where = getattr(args, "found", None) or "the daemon"
+        return _fail(f"cannot connect to {where}: {exc} (is the daemon running? see --host or PASEO_HOST)")
     except UnsupportedByHost as exc:
         return _fail(f"the daemon is too old for this: {exc}")
     except ProtocolError as exc:

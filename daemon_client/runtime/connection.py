@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from daemon_client.config import Heartbeat, ReconnectPolicy
+from daemon_client.discovery import TargetSource
 from daemon_client.errors import (
     ClientClosed,
     ConnectionLost,
@@ -59,7 +60,7 @@ CLOSE_RELEASE_TIMEOUT = 2.0
 class ConnectionOptions:
     """What the supervisor needs to open connections."""
 
-    url: str
+    targets: TargetSource
     client_id: str
     app_version: str
     password: str | None = attrs.field(repr=False)
@@ -213,7 +214,7 @@ class Connection(ReaderLoop):
         try:
             return waiter.result(limit)
         except FutureTimeout:
-            raise ConnectTimeout(f"no connection to {self._opts.url} within {limit:g} s") from None
+            raise ConnectTimeout(f"no connection to {self._opts.targets.current.url} within {limit:g} s") from None
         finally:
             with self._lock:
                 if waiter in self._waiters:

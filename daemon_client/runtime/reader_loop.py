@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.discovery import DaemonTarget, TargetKind
 from daemon_client.errors import ClientClosed, ConnectionLost, ConnectTimeout, DaemonClientError, ProtocolError
 from daemon_client.protocol.codec import (
     PING_FRAME,
@@ -180,6 +181,7 @@ class ReaderLoop:
     def _run_once(self) -> tuple[Failure, float | None]:
         """One connection: open, handshake, read until it ends. Returns why it ended."""
         opts = self._opts
+        target = opts.targets.next()
         transport = opts.transport_factory()
         with self._lock:
             if self._closing:
@@ -191,7 +193,7 @@ class ReaderLoop:
         deadline = self._timers.schedule(
             opts.connect_timeout,
             lambda: self._abort(
-                Failure(ConnectTimeout(f"no server_info from {opts.url} within {opts.connect_timeout:g} s")),
+                Failure(ConnectTimeout(f"no server_info from {target.url} within {opts.connect_timeout:g} s")),
                 code=1001,
                 close_reason="Connection timed out",
                 only=transport,
@@ -200,7 +202,7 @@ class ReaderLoop:
         )
         connected_at: list[float] = []
         try:
-            failure = self._open(transport)
+            failure = self._open(transport, target)
             if failure is None:
                 failure = self._read(transport, connected_at)
         finally:
@@ -211,10 +213,14 @@ class ReaderLoop:
             transport.abort()
         return failure, (time.monotonic() - connected_at[0]) if connected_at else None
 
-    def _open(self, transport: Transport) -> Failure | None:
+    def _open(self, transport: Transport, target: DaemonTarget) -> Failure | None:
         opts = self._opts
+        unsupported = target.unsupported()
+        if unsupported is not None:
+            return Failure(ConnectionLost(unsupported), terminal=True)
         params = ConnectParams(
-            url=opts.url,
+            url=target.ws_url,
+            unix_socket=target.path if target.kind is TargetKind.UNIX else None,
             timeout=opts.connect_timeout,
             headers=self._headers,
             subprotocols=self._subprotocols,
@@ -228,10 +234,10 @@ class ReaderLoop:
                 return self._abort_failure
             if isinstance(exc, TimeoutError):
                 return Failure(
-                    ConnectTimeout(f"no WebSocket connection to {opts.url} within {opts.connect_timeout:g} s")
+                    ConnectTimeout(f"no WebSocket connection to {target.url} within {opts.connect_timeout:g} s")
                 )
             return Failure(
-                ConnectionLost(f"Cannot connect to {opts.url}: {exc}. Is the daemon running and is the URL right?")
+                ConnectionLost(f"Cannot connect to {target.url}: {exc}. Is the daemon running and is the URL right?")
             )
         if self._closing:
             return Failure(ClientClosed())
@@ -332,7 +338,8 @@ class ReaderLoop:
             self._server_info = info
             self._host_kind = kind
             hooks = list(self._restore_hooks)
-        self._log.info("%s: connected to %s (%s host, daemon %s)", self._name, self._opts.url, kind.value, info.version)
+        url = self._opts.targets.current.url
+        self._log.info("%s: connected to %s (%s host, daemon %s)", self._name, url, kind.value, info.version)
         for hook in hooks:
             try:
                 hook(kind, reconnected)

@@ -53,6 +53,8 @@ class ConnectParams:
     subprotocols: Sequence[str] = attrs.field(default=(), repr=False)
     ssl_context: ssl.SSLContext | None = None
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    unix_socket: str | None = None
+    """Open this unix socket and upgrade ``url`` over it, instead of dialling ``url``'s host."""
 
 
 class Transport(Protocol):

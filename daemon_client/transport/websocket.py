@@ -1,4 +1,4 @@
-"""The real transport: a WebSocket over websocket-client (``ws://`` and ``wss://``).
+"""The real transport: a WebSocket over websocket-client (``ws://``, ``wss://``, unix sockets).
 
 websocket-client opens the connection (TLS, upgrade, subprotocols, headers; no ``Origin``
 header) and writes frames; inbound frames are read by :class:`FrameReader` through one
@@ -14,6 +14,7 @@ import contextlib
 import socket
 import struct
 import threading
+from typing import Any
 
 import websocket as wsc
 
@@ -24,6 +25,7 @@ from daemon_client.transport.base import (
     TransportError,
 )
 from daemon_client.transport.frames import OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, FrameReader
+from daemon_client.transport.unix import open_unix_socket
 
 _OP_TEXT = wsc.ABNF.OPCODE_TEXT
 
@@ -45,6 +47,7 @@ class WebSocketTransport:
         self._send_lock = threading.Lock()
         self._close_lock = threading.Lock()
         self._closed = False
+        self._own_socket: socket.socket | None = None  # a unix socket, until websocket-client holds it
 
     @property
     def selected_subprotocol(self) -> str | None:
@@ -62,11 +65,15 @@ class WebSocketTransport:
                 sslopt={"context": params.ssl_context}, skip_utf8_validation=True, enable_multithread=False
             )
         try:
+            options: dict[str, Any] = {}
+            if params.unix_socket is not None:
+                options["socket"] = self._open_unix(params.unix_socket, params.timeout)
             self._ws.connect(  # type: ignore[no-untyped-call]
                 params.url,
                 header=headers,
                 timeout=params.timeout,
                 suppress_origin=True,
+                **options,
             )
             self._ws.settimeout(None)  # liveness is the heartbeat's job, not the socket's
             sock = self._ws.sock
@@ -83,6 +90,15 @@ class WebSocketTransport:
             self.abort()
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
             raise TransportError(detail) from exc
+
+    def _open_unix(self, path: str, timeout: float) -> socket.socket:
+        sock = open_unix_socket(path, timeout)
+        with self._close_lock:
+            self._own_socket = sock
+            aborted = self._closed
+        if aborted:
+            raise TransportError("aborted while connecting")
+        return sock
 
     def send_text(self, text: str) -> None:
         try:
@@ -122,8 +138,8 @@ class WebSocketTransport:
     def abort(self) -> None:
         with self._close_lock:
             self._closed = True
-        sock = self._ws.sock
-        if sock is not None:
+            own = self._own_socket
+        for sock in {id(s): s for s in (self._ws.sock, own) if s is not None}.values():
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):

@@ -68,15 +68,17 @@ def test_connect_is_a_context_manager_and_module_helper(fakes) -> None:
         assert other.server_info is not None
 
 
-def test_url_and_password_default_from_environment(monkeypatch: pytest.MonkeyPatch, fakes) -> None:
+def test_url_and_password_default_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path, fakes) -> None:
     fake = fakes("capable", password="env-Pass1")
     url = fake.serve()
-    monkeypatch.setenv("PASEO_URL", url)
+    monkeypatch.setenv("PASEO_HOME", str(tmp_path))
+    monkeypatch.setenv("PASEO_HOST", url)
     monkeypatch.setenv("PASEO_PASSWORD", "env-Pass1")
+    monkeypatch.delenv("PASEO_LISTEN", raising=False)
     with dc.connect(strict=True) as client:
         assert client.url == url
         assert client.server_info is not None
-    monkeypatch.delenv("PASEO_URL")
+    monkeypatch.delenv("PASEO_HOST")
     assert dc.Client().url == dc.DEFAULT_URL
 
 

@@ -196,14 +196,23 @@ class FakeDaemon:
 
     # -- loopback frontend ---------------------------------------------------------------------
 
-    def serve(self, host: str = "127.0.0.1", port: int = 0, *, ssl_context: ssl.SSLContext | None = None) -> str:
+    def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        unix_path: str | None = None,
+    ) -> str:
         """Start the loopback server (idempotent) and return its ``ws://host:port/ws`` URL.
 
-        With a server ``ssl_context`` it speaks TLS and returns a ``wss://`` URL.
+        With a server ``ssl_context`` it speaks TLS and returns a ``wss://`` URL. With
+        ``unix_path`` it listens on that unix socket instead and returns ``unix:///path``
+        (a stale socket file there is replaced; the file is removed when it stops).
         """
         if self._closed:
             raise RuntimeError("the fake daemon is closed")
-        return self._loopback.start(host, port, ssl_context)
+        return self._loopback.start(host, port, ssl_context, unix_path)
 
     @property
     def url(self) -> str:
@@ -331,16 +340,25 @@ class FakeDaemon:
         for connection in self.core.connections():
             connection.close(code, reason)
 
-    def restart(self, downtime: float = 0.0) -> None:
+    def restart(self, downtime: float = 0.0, *, unix_path: str | None = None, port: int | None = None) -> None:
         """Imitate a daemon restart: drop every connection, forget the sessions, and refuse
         connections for ``downtime`` seconds (loopback: the port stops listening and listens
-        again on the same port; see :meth:`wait_serving`). Returns at once."""
+        again on the same port; see :meth:`wait_serving`). Returns at once.
+
+        ``unix_path`` or ``port`` (on 127.0.0.1; 0: any free port) moves the loopback server
+        there, as a daemon restarted with another listen address; :attr:`url` reports it.
+        """
         if self._closed:
             raise RuntimeError("the fake daemon is closed")
+        if unix_path is not None and port is not None:
+            raise ValueError("give unix_path or port, not both")
+        move_to: str | tuple[str, int] | None = unix_path
+        if port is not None:
+            move_to = ("127.0.0.1", port)
         self.core.refuse_for(downtime)
         self.drop_connections()
         self.core.clear_sessions()
-        self._loopback.restart(downtime)
+        self._loopback.restart(downtime, move_to)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

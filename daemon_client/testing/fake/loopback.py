@@ -1,4 +1,4 @@
-"""The loopback frontend of the fake daemon: a real WebSocket server on 127.0.0.1.
+"""The loopback frontend of the fake daemon: a real WebSocket server on 127.0.0.1 or a unix socket.
 
 Built on the threaded server of the ``websockets`` library (the optional ``test`` extra,
 imported only here and only when a fake starts serving). Threads: one ``fake-daemon-serve``
@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import os
 import socket
 import ssl
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +38,9 @@ __all__ = ["LoopbackFrontend"]
 _log = logging.getLogger("daemon_client.testing.fake.loopback")
 _JOIN_TIMEOUT = 5.0
 _BIND_RETRY_SECONDS = 2.0
+
+Address = tuple[str, int] | str
+"""``(host, port)`` of a TCP listener, or the path of a unix socket."""
 
 
 class _NoCredentials(logging.Filter):
@@ -83,6 +88,13 @@ class _WsSocket:
             self._ws.socket.shutdown(socket.SHUT_RDWR)  # FIN without a close frame
 
 
+def _remove_stale_socket(path: str) -> None:
+    """Unlink a unix socket file left at ``path`` (never a regular file)."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+
+
 def _offered_subprotocols(request: Request) -> list[str]:
     return [
         name.strip()
@@ -104,29 +116,36 @@ class LoopbackFrontend:
         self._pending: tuple[threading.Thread, threading.Event] | None = None
         self._threads: list[threading.Thread] = []
         self._sockets: list[ServerConnection] = []
-        self._address: tuple[str, int] | None = None
+        self._address: Address | None = None
         self._serving = threading.Event()
         self._numbers = itertools.count(1)
 
     @property
     def url(self) -> str | None:
         address = self._address
+        if isinstance(address, str):
+            return f"unix://{address}"
         scheme = "wss" if self._ssl_context is not None else "ws"
         return None if address is None else f"{scheme}://{address[0]}:{address[1]}/ws"
 
     @property
     def port(self) -> int | None:
-        return None if self._address is None else self._address[1]
+        return None if self._address is None or isinstance(self._address, str) else self._address[1]
 
-    def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None = None) -> str:
-        """Listen on ``host:port`` (0 = any free port) unless already started; return the URL.
+    def start(
+        self, host: str, port: int, ssl_context: ssl.SSLContext | None = None, unix_path: str | None = None
+    ) -> str:
+        """Listen on ``host:port`` (0 = any free port), or on the unix socket ``unix_path``, unless
+        already started; return the URL (``unix:///path`` for a unix socket).
 
         With ``ssl_context`` (a server context) the server speaks TLS and the URL is ``wss://``.
         """
+        if unix_path is not None and ssl_context is not None:
+            raise ValueError("the fake daemon speaks TLS on TCP only")
         with self._lock:
             if self._address is None:
                 self._ssl_context = ssl_context
-                self._listen(host, port)
+                self._listen(os.path.abspath(unix_path) if unix_path is not None else (host, port))
             assert self.url is not None
             return self.url
 
@@ -134,13 +153,18 @@ class LoopbackFrontend:
         """Block until the server listens (e.g. after a restart's downtime)."""
         return self._serving.wait(timeout)
 
-    def _listen(self, host: str, port: int) -> None:
-        from websockets.sync.server import serve
+    def _listen(self, address: Address) -> None:
+        from websockets.sync.server import serve, unix_serve
 
-        server = serve(
+        if isinstance(address, str):
+            _remove_stale_socket(address)
+            where: dict[str, Any] = {"path": address}
+            listen: Callable[..., Server] = unix_serve
+        else:
+            where, listen = {"host": address[0], "port": address[1]}, serve
+        server = listen(
             self._handle,
-            host,
-            port,
+            **where,
             process_request=self._process_request,
             select_subprotocol=self._select_subprotocol,
             compression=None,
@@ -163,7 +187,7 @@ class LoopbackFrontend:
 
         server.handler = handler
         bound = server.socket.getsockname()
-        self._address = (str(bound[0]), int(bound[1]))
+        self._address = address if isinstance(address, str) else (str(bound[0]), int(bound[1]))
         self._server = server
         self._serve_thread = threading.Thread(target=server.serve_forever, name="fake-daemon-serve", daemon=True)
         self._serve_thread.start()
@@ -232,6 +256,8 @@ class LoopbackFrontend:
         if server is None:
             return
         server.shutdown()  # refuses handshakes in progress with 503, closes open sockets (1001)
+        if isinstance(self._address, str):
+            _remove_stale_socket(self._address)
         deadline = time.monotonic() + _JOIN_TIMEOUT
         if serve_thread is not None:
             serve_thread.join(max(0.0, deadline - time.monotonic()))
@@ -243,11 +269,16 @@ class LoopbackFrontend:
         for ws in sockets:
             ws.recv_events_thread.join(max(0.0, deadline - time.monotonic()))
 
-    def restart(self, downtime: float) -> None:
-        """Stop listening and listen again on the same port after ``downtime`` seconds."""
+    def restart(self, downtime: float, move_to: Address | None = None) -> None:
+        """Stop listening and listen again on the same address (or ``move_to``: a unix socket
+        path, or ``(host, port)`` with 0 for any free port) after ``downtime`` seconds."""
         self._cancel_pending_restart()
         address = self._address
         self.stop_listening()
+        if move_to is not None and address is not None:
+            address = os.path.abspath(move_to) if isinstance(move_to, str) else move_to
+            with self._lock:
+                self._address = address
         if address is None:
             return
         cancel = threading.Event()
@@ -269,21 +300,21 @@ class LoopbackFrontend:
             if pending[0] is not threading.current_thread():
                 pending[0].join(_JOIN_TIMEOUT)
 
-    def _relisten_later(self, address: tuple[str, int], downtime: float, cancel: threading.Event) -> None:
+    def _relisten_later(self, address: Address, downtime: float, cancel: threading.Event) -> None:
         if not cancel.wait(downtime):
             self._relisten(address, cancel)
 
-    def _relisten(self, address: tuple[str, int], cancel: threading.Event) -> None:
+    def _relisten(self, address: Address, cancel: threading.Event) -> None:
         deadline = time.monotonic() + _BIND_RETRY_SECONDS
         while not cancel.is_set() and not self._core.stopping.is_set():
             try:
                 with self._lock:
                     if self._server is None:
-                        self._listen(*address)
+                        self._listen(address)
                 return
             except OSError as exc:  # the port may linger briefly; retry within a bound
                 if time.monotonic() >= deadline:
-                    _log.error("fake daemon: cannot listen again on %s:%s: %s", address[0], address[1], exc)
+                    _log.error("fake daemon: cannot listen again on %s: %s", address, exc)
                     return
                 cancel.wait(0.05)
 

@@ -1,0 +1,58 @@
+"""The daemon each connection attempt dials, looked up again before every attempt.
+
+:class:`TargetSource` holds the client's current :class:`Resolution`. The connection's reader
+thread calls :meth:`TargetSource.next` before each attempt: an explicit address is kept, a
+discovered one is resolved again, so that a daemon restarted on another port or socket is found
+through its new pid file. Any thread may read :attr:`TargetSource.current`. The lock guards
+one reference and is never held while resolving or logging.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from daemon_client.discovery.hosts import DaemonTarget
+from daemon_client.discovery.resolve import Resolution
+
+
+class TargetSource:
+    """Where the next connection attempt goes; see the module docstring."""
+
+    def __init__(self, resolution: Resolution, lookup: Callable[[], Resolution] | None, logger: logging.Logger) -> None:
+        self._lock = threading.Lock()
+        self._resolution = resolution
+        self._lookup = None if resolution.explicit else lookup
+        self._log = logger
+        logger.debug("daemon at %s: %s", resolution.target.url, resolution.reason)
+
+    @property
+    def resolution(self) -> Resolution:
+        with self._lock:
+            return self._resolution
+
+    @property
+    def current(self) -> DaemonTarget:
+        with self._lock:
+            return self._resolution.target
+
+    def next(self) -> DaemonTarget:
+        """Reader thread, before an attempt: the target to dial (looked up again if discovered)."""
+        lookup = self._lookup
+        if lookup is None:
+            return self.current
+        try:
+            found = lookup()
+        except (ValueError, OSError) as exc:
+            current = self.current
+            self._log.warning("looking the daemon up again failed (%s); dialling %s", exc, current.url)
+            return current
+        with self._lock:
+            previous, self._resolution = self._resolution, found
+        if found.target != previous.target:
+            self._log.info("daemon moved: %s -> %s (%s)", previous.target.url, found.target.url, found.reason)
+        return found.target
+
+    def __repr__(self) -> str:
+        return f"<TargetSource {self.current.url}{' (explicit)' if self._lookup is None else ''}>"
