@@ -18,7 +18,7 @@ import attrs
 from daemon_client.errors import RequestTimeout, RpcError
 from daemon_client.handles import LocalHandle
 from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
-from daemon_client.protocol.codec import structure
+from daemon_client.protocol.lenient import structure_optional
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.timeline import AgentTimeline
 
@@ -119,7 +119,7 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
             message["timeoutMs"] = int(timeout * 1000)
         payload = self._agents._request(message, timeout=timeout + WAIT_GRACE)
         final = payload.get("final")
-        snapshot = structure(final, AgentSnapshot) if isinstance(final, Mapping) else None
+        snapshot = structure_optional(final, AgentSnapshot, "final")
         if snapshot is not None:
             self._seen(snapshot)
         error, last = payload.get("error"), payload.get("lastMessage")
@@ -145,7 +145,7 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
         if payload.get("error"):
             raise RpcError(str(payload["error"]), request_type="cancel_agent_request")
         agent = payload.get("agent")
-        snapshot = structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None
+        snapshot = structure_optional(agent, AgentSnapshot, "agent")
         if snapshot is not None:
             self._seen(snapshot)
         return snapshot

@@ -33,6 +33,7 @@ from daemon_client.protocol.directory import (
     parse_agent_update,
     sort_to_wire,
 )
+from daemon_client.protocol.lenient import structure_optional
 from daemon_client.timeline_routing import TimelineManager
 
 if TYPE_CHECKING:
@@ -204,7 +205,7 @@ class AgentsNamespace:
         agent = payload.get("agent")
         project = payload.get("project")
         snapshot = structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None
-        placement = structure(project, ProjectPlacement) if isinstance(project, Mapping) else None
+        placement = structure_optional(project, ProjectPlacement, "project")
         return snapshot, placement
 
     def _on_update(self, message: AgentMessage) -> None:

@@ -174,9 +174,10 @@ def test_unknown_fields_are_tolerated_and_blank_names_become_none() -> None:
     assert not info.feature("absent")
 
 
-def test_wrong_field_types_raise_protocol_error_naming_the_field() -> None:
-    with pytest.raises(ProtocolError, match="server_received_at"):
-        structure({"requestId": "r", "serverReceivedAt": "soon"}, SessionPong)
+def test_a_wrong_field_type_gets_the_default_and_a_missing_identity_raises_naming_the_field() -> None:
+    assert structure({"requestId": "r", "serverReceivedAt": "soon"}, SessionPong).server_received_at is None
+    with pytest.raises(ProtocolError, match="requestId"):
+        structure({"serverReceivedAt": 1}, SessionPong)
 
 
 def test_camel_case_mapping() -> None:
