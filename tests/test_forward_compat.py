@@ -218,6 +218,50 @@ def test_list_models_skips_only_the_model_without_an_id(connected, caplog, kind:
     assert any("ProviderModel" in w and "models[0]" in w for w in _skips(caplog))
 
 
+# ------------------------------------------------------------------------------ break 5
+
+
+def _with_progress(fake: FakeDaemon, request_type: str) -> None:
+    """Before the real reply, a newer daemon's progress ``status`` echoing the request's id."""
+    original = fake.registry.handler_for(request_type)
+    assert original is not None
+
+    def handler(ctx: Any) -> None:
+        ctx.send("status", {"status": "agent_create_progress", "requestId": ctx.request_id, "phase": "worktree"})
+        original(ctx)
+
+    fake.on_request(request_type, handler)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_progress_status_echoing_the_request_id_is_a_push_and_the_create_succeeds(connected, kind: str) -> None:
+    fake, client = connected(kind)
+    request_type = "agent.create.request" if kind == "capable" else "create_agent_request"
+    _with_progress(fake, request_type)
+    pushes = RecordingHandler[dc.SessionMessage]("pushes")
+    client.add_push_listener(pushes, ["status"])
+
+    agent = client.agents.create(dc.AgentConfig(provider="mock"), cwd="/home/dev/projects/demo", title="progress")
+
+    assert agent.current() is not None
+    (progress,) = pushes.wait_for(predicate=lambda m: m.payload.get("status") == "agent_create_progress")
+    assert progress.payload["phase"] == "worktree"
+    assert client.state is dc.ConnectionState.CONNECTED
+
+
+@pytest.mark.parametrize("kind", ["selective", "broadcast"])
+def test_a_status_the_request_does_not_await_leaves_it_pending(connected, kind: str) -> None:
+    fake, client = connected(kind)
+    fake.ignore("create_agent_request")
+    future = client.request_async({"type": "create_agent_request", "config": {"provider": "mock", "cwd": "/x"}})
+    request_id = fake.wait_for_frame("create_agent_request")["message"]["requestId"]
+    fake.push("status", {"status": "something_new", "requestId": request_id})
+    _settle(client)
+    assert not future.done()
+    fake.push("status", {"status": "agent_created", "requestId": request_id, "agent": {"id": "a-new"}})
+    assert future.result(timeout=5)["agent"] == {"id": "a-new"}
+
+
 # ------------------------------------------------------------------------------ unknown fields everywhere
 
 
