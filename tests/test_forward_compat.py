@@ -324,6 +324,35 @@ def test_a_later_server_info_with_new_shapes_is_kept(connected, kind: str) -> No
     assert client.host_kind is dc.HostKind(kind)
 
 
+# ------------------------------------------------------------------------------ binary frames
+
+
+@pytest.mark.parametrize("transport", ["memory", "loopback"])
+def test_unrequested_binary_frames_log_one_line_per_connection(fakes, make_client, caplog, transport: str) -> None:
+    fake = fakes("capable")
+    client = make_client(fake, transport)
+    client.connect()
+
+    def binary_lines() -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name.startswith("daemon_client") and "binary frame" in r.getMessage()]
+
+    caplog.clear()
+    for n in range(5):
+        fake.send_raw(bytes([1, 0, n]) * 10, binary=True)
+    _settle(client)
+    (line,) = binary_lines()
+    assert line.levelno == logging.INFO
+    states = RecordingHandler[Any]("states")
+    client.on_state_change(states)
+    fake.drop_connections()
+    states.wait_for(predicate=lambda change: change[1] is dc.ConnectionState.CONNECTED and change[2] == "reconnected")
+    for n in range(3):
+        fake.send_raw(bytes([1, 0, n]), binary=True)
+    _settle(client)
+    assert len(binary_lines()) == 2  # one for the new connection
+    assert all(r.levelno < logging.WARNING for r in binary_lines())
+
+
 # ------------------------------------------------------------------------------ the rule itself
 
 

@@ -113,6 +113,7 @@ class Bad(NamedTuple):
 
 
 D = logging.DEBUG
+INFO = logging.INFO
 BAD_UTF8 = b'{"type":"session","message":{"type":"x","payload":{"t":"' + b"\xff" * LONG + b'"}}}'
 UNDECODABLE: dict[str, Bad] = {
     "long-not-json": Bad("not json " + "x" * LONG, "malformed frame"),
@@ -133,8 +134,8 @@ UNDECODABLE: dict[str, Bad] = {
     "invalid-utf8": Bad(BAD_UTF8, "not valid UTF-8"),
     "overlong-utf8": Bad(b'{"type":"x","v":"\xc0\xaf"}', "not valid UTF-8"),
     "surrogate-utf8": Bad(b'{"type":"x","v":"\xed\xa0\x80"}', "not valid UTF-8"),
-    "binary": Bad(b"\x00\x01" * LONG, "binary frame", binary=True),
-    "binary-json": Bad(b'{"type":"session","message":{"type":"x","payload":{}}}', "binary frame", binary=True),
+    "binary": Bad(b"\x00\x01" * LONG, "binary frame", INFO, binary=True),  # one line per connection
+    "binary-json": Bad(b'{"type":"session","message":{"type":"x","payload":{}}}', "binary frame", INFO, binary=True),
     "unknown-top-level": Bad('{"type":"brand_new_top_level","x":"' + "y" * LONG + '"}', "unknown type", D),
     "top-level-type-number": Bad('{"type":5}', "unknown type", D),
     "top-level-without-type": Bad('{"x":1}', "unknown type", D),
