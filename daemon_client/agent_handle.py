@@ -18,7 +18,7 @@ import attrs
 from daemon_client.errors import RequestTimeout, check_reply
 from daemon_client.handles import LocalHandle
 from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
-from daemon_client.protocol.codec import structure
+from daemon_client.protocol.lenient import structure_optional
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.timeline import AgentTimeline
 
@@ -133,7 +133,7 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
             message["timeoutMs"] = int(timeout * 1000)
         payload = self._context.request(message, timeout=timeout + WAIT_GRACE)
         final = payload.get("final")
-        snapshot = structure(final, AgentSnapshot) if isinstance(final, Mapping) else None
+        snapshot = structure_optional(final, AgentSnapshot, "final")
         if snapshot is not None:
             self.note_snapshot(snapshot)
         error, last = payload.get("error"), payload.get("lastMessage")
@@ -158,7 +158,7 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
         payload = self._context.request({"type": "cancel_agent_request", "agentId": self.id}, timeout=timeout)
         check_reply(payload, "cancel_agent_request")
         agent = payload.get("agent")
-        snapshot = structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None
+        snapshot = structure_optional(agent, AgentSnapshot, "agent")
         if snapshot is not None:
             self.note_snapshot(snapshot)
         return snapshot

@@ -30,6 +30,7 @@ from daemon_client.protocol.directory import (
     parse_agent_update,
     sort_to_wire,
 )
+from daemon_client.protocol.lenient import structure_optional
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
 from daemon_client.subscriptions.timeline import TimelineManager
@@ -179,7 +180,7 @@ class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEnt
         agent = payload.get("agent")
         project = payload.get("project")
         snapshot = structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None
-        placement = structure(project, ProjectPlacement) if isinstance(project, Mapping) else None
+        placement = structure_optional(project, ProjectPlacement, "project")
         return snapshot, placement
 
     def _interpret(self, message: AgentMessage) -> HandleUpdate[AgentMessage] | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon_client.errors import ProvidersNotReady, check_reply
 from daemon_client.protocol.agents import AgentMode
-from daemon_client.protocol.codec import structure
+from daemon_client.protocol.lenient import structure_each
 from daemon_client.protocol.paths import same_directory
 from daemon_client.protocol.providers import (
     AvailableProvider,
@@ -147,19 +147,19 @@ class ProvidersNamespace:
     def list_available(self, *, timeout: float | None = None) -> list[AvailableProvider]:
         """Which providers are installed and usable."""
         payload = self._checked({"type": "list_available_providers_request"}, timeout)
-        return [structure(entry, AvailableProvider) for entry in payload.get("providers") or []]
+        return list(structure_each(payload.get("providers"), AvailableProvider, "providers"))
 
     def list_models(
         self, provider: str, cwd: str | None = None, *, timeout: float | None = None
     ) -> list[ProviderModel]:
         """The models of one provider (may take long: the daemon asks the provider)."""
         message = {"type": "list_provider_models_request", "provider": provider, **({"cwd": cwd} if cwd else {})}
-        return [structure(model, ProviderModel) for model in self._checked(message, timeout).get("models") or []]
+        return list(structure_each(self._checked(message, timeout).get("models"), ProviderModel, "models"))
 
     def list_modes(self, provider: str, cwd: str | None = None, *, timeout: float | None = None) -> list[AgentMode]:
         """The modes of one provider."""
         message = {"type": "list_provider_modes_request", "provider": provider, **({"cwd": cwd} if cwd else {})}
-        return [structure(mode, AgentMode) for mode in self._checked(message, timeout).get("modes") or []]
+        return list(structure_each(self._checked(message, timeout).get("modes"), AgentMode, "modes"))
 
     def _checked(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         return check_reply(self._context.request(message, timeout=timeout), message["type"])

@@ -13,6 +13,7 @@ from daemon_client.protocol.codec import (
     unstructure,
 )
 from daemon_client.protocol.hosts import CLIENT_CAPABILITIES, HostKind, decide_host_kind
+from daemon_client.protocol.lenient import MissingIdentity, skipped_entries
 from daemon_client.protocol.models import (
     Hello,
     HelloRejected,
@@ -37,6 +38,7 @@ __all__ = [
     "HostKind",
     "InboundFrame",
     "MalformedFrame",
+    "MissingIdentity",
     "PasswordAuth",
     "Ping",
     "Pong",
@@ -58,6 +60,7 @@ __all__ = [
     "parse_server_info",
     "parse_status",
     "reply_for",
+    "skipped_entries",
     "structure",
     "unstructure",
 ]

@@ -1,7 +1,8 @@
 """attrs models of agents as the daemon describes them (protocol.md 4.2, 4.3, 5.1, 5.8).
 
-Every field protocol.md lists is here; fields the model does not know are kept in
-``extra_fields``; enumerations are plain strings, so new values never fail decoding.
+Every field protocol.md lists is here; fields the model does not know, and values of a shape
+a field cannot take, are kept in ``extra_fields`` (see :mod:`daemon_client.protocol.lenient`);
+enumerations are plain strings, so new values never fail decoding.
 Timestamps stay ISO-8601 strings as on the wire. Pure data: no thread runs code here.
 """
 
@@ -22,6 +23,7 @@ class FeatureOption:
     description: str | None = None
     is_default: bool | None = None
     metadata: Mapping[str, Any] | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -49,6 +51,7 @@ class AgentMode:
     description: str | None = None
     icon: str | None = None
     color_tier: str | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -77,6 +80,7 @@ class PermissionAction:
     behavior: str = "allow"
     variant: str | None = None
     intent: str | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -105,6 +109,7 @@ class Persistence:
     session_id: str | None = None
     native_handle: Any = None
     metadata: Mapping[str, Any] | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -117,6 +122,7 @@ class RuntimeInfo:
     thinking_option_id: str | None = None
     mode_id: str | None = None
     extra: Mapping[str, Any] | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -129,6 +135,7 @@ class AgentUsage:
     total_cost_usd: float | None = None
     context_window_max_tokens: int | None = None
     context_window_used_tokens: int | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -137,6 +144,7 @@ class ActiveTurn:
 
     turn_id: str
     started_at: str | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -190,6 +198,7 @@ class Checkout:
     remote_url: str | None = None
     worktree_root: str | None = None
     main_repo_root: str | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -200,6 +209,7 @@ class ProjectPlacement:
     project_name: str = ""
     workspace_name: str | None = None
     checkout: Checkout | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -209,3 +219,4 @@ class AgentEntry:
     agent: AgentSnapshot
     project: ProjectPlacement | None = None
     sync_seq: int | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)

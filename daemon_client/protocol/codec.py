@@ -3,9 +3,9 @@
 ``decode_frame`` runs on the reader thread for every inbound frame, so it does the
 least it can: parse JSON (orjson when the ``fast`` extra is installed), check the
 envelope, and hand back a :class:`SessionMessage` tuple. Typed models are built later,
-by whoever needs them, with :func:`structure`. Unknown fields are ignored; unknown
-message types become :class:`UnknownMessage`; anything malformed raises
-:class:`MalformedFrame`, which the reader logs and skips.
+by whoever needs them, with :func:`structure` (lenient: see
+:mod:`daemon_client.protocol.lenient`). Unknown message types become :class:`UnknownMessage`;
+anything malformed raises :class:`MalformedFrame`, which the reader logs and skips.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from daemon_client.errors import ProtocolError
+from daemon_client.protocol import lenient
+from daemon_client.protocol.lenient import EXTRA_FIELDS, RAW_FIELD, to_camel
 from daemon_client.protocol.models import (
     Hello,
     HelloRejected,
@@ -51,59 +53,29 @@ class MalformedFrame(ProtocolError):
     """An inbound frame that is not a usable protocol frame; it is logged and skipped."""
 
 
-def to_camel(name: str) -> str:
-    """``server_id`` → ``serverId``: the wire's naming of a snake_case attribute."""
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-_RAW_FIELD = "raw"
-EXTRA_FIELDS = "extra_fields"
-"""A model attribute of this name collects the wire fields the model does not know."""
 converter = cattrs.Converter()
-
-
-def _structure_factory(cls: type[Any]) -> Callable[[Any, type[Any]], Any]:
-    names = [a.name for a in attrs.fields(cls)]
-    overrides = {name: override(rename=to_camel(name)) for name in names if name not in (_RAW_FIELD, EXTRA_FIELDS)}
-    if EXTRA_FIELDS not in names:
-        return make_dict_structure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
-    overrides[EXTRA_FIELDS] = override(omit=True)
-    base = make_dict_structure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
-    known = frozenset(to_camel(name) for name in names if name != EXTRA_FIELDS)
-
-    def structure_keeping_unknown_fields(data: Mapping[str, Any], cl: type[Any]) -> Any:
-        obj = base(data, cl)
-        unknown = {key: value for key, value in data.items() if key not in known}
-        if unknown:
-            object.__setattr__(obj, EXTRA_FIELDS, unknown)
-        return obj
-
-    return structure_keeping_unknown_fields
+"""Unstructures models to their wire form; reading them is :func:`structure`'s job."""
 
 
 def _unstructure_factory(cls: type[Any]) -> Callable[[Any], Any]:
     overrides = {
         a.name: override(rename=to_camel(a.name), omit_if_default=a.default is None)
         for a in attrs.fields(cls)
-        if a.name not in (_RAW_FIELD, EXTRA_FIELDS)
+        if a.name not in (RAW_FIELD, EXTRA_FIELDS)
     }
     if any(a.name == EXTRA_FIELDS for a in attrs.fields(cls)):
         overrides[EXTRA_FIELDS] = override(omit=True)
     return make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
 
 
-converter.register_structure_hook_factory(attrs.has, _structure_factory)
 converter.register_unstructure_hook_factory(attrs.has, _unstructure_factory)
 
 
 def structure(payload: Mapping[str, Any], cls: type[T]) -> T:
-    """Build a model from a wire payload; raise :class:`ProtocolError` if it does not fit."""
-    try:
-        return converter.structure(payload, cls)
-    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
-        detail = "; ".join(cattrs.transform_error(exc)) if isinstance(exc, cattrs.BaseValidationError) else str(exc)
-        raise ProtocolError(f"cannot read {cls.__name__} from the daemon's payload: {detail}") from exc
+    """Build a model from a wire payload, leniently (:mod:`daemon_client.protocol.lenient`):
+    odd values become defaults and are kept in ``extra_fields``. Raises :class:`ProtocolError`
+    when the payload is not an object or the model's identity field is missing."""
+    return lenient.structure(payload, cls)
 
 
 def unstructure(model: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import attrs
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.codec import structure
+from daemon_client.protocol.lenient import structure_each, structure_optional, unknown_fields
 from daemon_client.protocol.workspaces import WorkspaceDescriptor, WorkspaceProjectDescriptor
 
 P = TypeVar("P")
@@ -177,6 +178,7 @@ class AgentUpdate:
     subscription_id: str | None = None
     generation: Any = None
     seq: int | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -191,6 +193,7 @@ class WorkspaceUpdate:
     subscription_id: str | None = None
     generation: Any = None
     seq: int | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -212,8 +215,8 @@ def _items(payload: Mapping[str, Any], key: str) -> list[Any]:
 
 
 def _optional(payload: Mapping[str, Any], key: str, cls: type[P]) -> P | None:
-    value = payload.get(key)
-    return structure(value, cls) if isinstance(value, Mapping) else None
+    """The object at ``key``, or ``None`` (absent, not an object, or without its identity)."""
+    return structure_optional(payload.get(key), cls, key)
 
 
 def _page_info(payload: Mapping[str, Any]) -> PageInfo:
@@ -228,7 +231,7 @@ def _sync(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def parse_agent_list(payload: Mapping[str, Any]) -> AgentListResult:
     """``fetch_agents_response`` payload → :class:`AgentListResult` (no subscription attached)."""
     return AgentListResult(
-        entries=tuple(structure(entry, AgentEntry) for entry in _items(payload, "entries")),
+        entries=structure_each(_items(payload, "entries"), AgentEntry, "entries"),
         page_info=_page_info(payload),
         sync=_sync(payload),
     )
@@ -237,11 +240,9 @@ def parse_agent_list(payload: Mapping[str, Any]) -> AgentListResult:
 def parse_workspace_list(payload: Mapping[str, Any]) -> WorkspaceListResult:
     """``fetch_workspaces_response`` payload → :class:`WorkspaceListResult`."""
     return WorkspaceListResult(
-        entries=tuple(structure(entry, WorkspaceDescriptor) for entry in _items(payload, "entries")),
+        entries=structure_each(_items(payload, "entries"), WorkspaceDescriptor, "entries"),
         page_info=_page_info(payload),
-        empty_projects=tuple(
-            structure(project, WorkspaceProjectDescriptor) for project in _items(payload, "emptyProjects")
-        ),
+        empty_projects=structure_each(_items(payload, "emptyProjects"), WorkspaceProjectDescriptor, "emptyProjects"),
         sync=_sync(payload),
     )
 
@@ -251,34 +252,71 @@ def _seq(payload: Mapping[str, Any]) -> int | None:
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
 
 
+def _entry(payload: Mapping[str, Any], key: str, cls: type[P]) -> P | None:
+    """The updated object at ``key``: ``None`` when absent; :class:`ProtocolError` when it has
+    no usable identity (the update cannot be applied, so it is skipped)."""
+    value = payload.get(key)
+    return structure(value, cls) if isinstance(value, Mapping) else None
+
+
+def _text(payload: Mapping[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) else None
+
+
+_AGENT_UPDATE_KEYS = ("kind", "agentId", "agent", "project", "subscriptionId", "generation", "seq")
+_WORKSPACE_UPDATE_KEYS = (
+    "kind",
+    "id",
+    "workspace",
+    "emptyProject",
+    "removedProjectId",
+    "subscriptionId",
+    "generation",
+    "seq",
+)
+
+
 def parse_agent_update(payload: Mapping[str, Any]) -> DirectoryMessage[AgentUpdate]:
     """``agent_update`` payload → the typed message handed to ``update`` callbacks."""
-    agent = _optional(payload, "agent", AgentSnapshot)
+    agent = _entry(payload, "agent", AgentSnapshot)
     agent_id = agent.id if agent is not None else str(payload.get("agentId") or "")
+    project = payload.get("project")
+    placement = _optional(payload, "project", ProjectPlacement)
+    extra = unknown_fields(payload, _AGENT_UPDATE_KEYS)
+    if placement is None and project is not None:
+        extra["project"] = project
     update = AgentUpdate(
         kind=str(payload.get("kind") or ""),
         agent_id=agent_id,
         agent=agent,
-        project=_optional(payload, "project", ProjectPlacement),
-        subscription_id=payload.get("subscriptionId"),
+        project=placement,
+        subscription_id=_text(payload, "subscriptionId"),
         generation=payload.get("generation"),
         seq=_seq(payload),
+        extra_fields=extra,
     )
     return DirectoryMessage("agent_update", update)
 
 
 def parse_workspace_update(payload: Mapping[str, Any]) -> DirectoryMessage[WorkspaceUpdate]:
     """``workspace_update`` payload → the typed message handed to ``update`` callbacks."""
-    workspace = _optional(payload, "workspace", WorkspaceDescriptor)
+    workspace = _entry(payload, "workspace", WorkspaceDescriptor)
     workspace_id = workspace.id if workspace is not None else str(payload.get("id") or "")
+    empty = payload.get("emptyProject")
+    empty_project = _optional(payload, "emptyProject", WorkspaceProjectDescriptor)
+    extra = unknown_fields(payload, _WORKSPACE_UPDATE_KEYS)
+    if empty_project is None and empty is not None:
+        extra["emptyProject"] = empty
     update = WorkspaceUpdate(
         kind=str(payload.get("kind") or ""),
         workspace_id=workspace_id,
         workspace=workspace,
-        empty_project=_optional(payload, "emptyProject", WorkspaceProjectDescriptor),
-        removed_project_id=payload.get("removedProjectId"),
-        subscription_id=payload.get("subscriptionId"),
+        empty_project=empty_project,
+        removed_project_id=_text(payload, "removedProjectId"),
+        subscription_id=_text(payload, "subscriptionId"),
         generation=payload.get("generation"),
         seq=_seq(payload),
+        extra_fields=extra,
     )
     return DirectoryMessage("workspace_update", update)

@@ -1,9 +1,9 @@
 """attrs models of the frames the core client exchanges with the daemon.
 
 Attribute names are snake_case; the converter in :mod:`daemon_client.protocol.codec`
-owns the mapping to the wire's camelCase. Unknown fields on the wire are ignored by
-the models (the raw payload stays available where a model keeps it). Pure data: no
-thread runs code here.
+owns the mapping to the wire's camelCase. Models of daemon objects keep unknown wire fields
+in ``extra_fields``; the others ignore them (the raw payload stays available where a model
+keeps it). Pure data: no thread runs code here.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ class ServerInfo:
     desktop_managed: bool | None = None
     capabilities: Mapping[str, Any] = attrs.field(factory=dict)
     features: Mapping[str, bool] = attrs.field(factory=dict)
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
     def feature(self, name: str) -> bool:
         """``True`` only when the daemon reports the flag as ``true`` (absent means ``False``)."""

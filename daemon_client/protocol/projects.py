@@ -9,6 +9,7 @@ import attrs
 
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol.codec import structure
+from daemon_client.protocol.lenient import structure_each, structure_optional, unknown_fields
 from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor
 
 
@@ -16,6 +17,7 @@ from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor
 class ProjectRemoval:
     id: str
     seq: int = 0
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -27,6 +29,7 @@ class ProjectSync:
     mode: str = "snapshot"
     reason: str | None = None
     removals: tuple[ProjectRemoval, ...] = ()
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -49,6 +52,10 @@ class ProjectUpdate:
     generation: str | None = None
     seq: int | None = None
     subscription_id: str | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
+
+
+_UPDATE_KEYS = ("kind", "projectId", "project", "generation", "seq", "subscriptionId")
 
 
 def _list(value: Any) -> list[Any]:
@@ -60,10 +67,9 @@ def _list(value: Any) -> list[Any]:
 
 
 def parse_list(payload: Mapping[str, Any]) -> ProjectList:
-    sync = payload.get("sync")
     return ProjectList(
-        projects=tuple(structure(p, WorkspaceProjectDescriptor) for p in _list(payload.get("projects"))),
-        sync=structure(sync, ProjectSync) if isinstance(sync, Mapping) else None,
+        projects=structure_each(_list(payload.get("projects")), WorkspaceProjectDescriptor, "projects"),
+        sync=structure_optional(payload.get("sync"), ProjectSync, "sync"),
     )
 
 
@@ -79,4 +85,5 @@ def parse_update(payload: Mapping[str, Any]) -> ProjectUpdate:
         generation=generation if isinstance(generation, str) else None,
         seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
         subscription_id=payload.get("subscriptionId") if isinstance(payload.get("subscriptionId"), str) else None,
+        extra_fields=unknown_fields(payload, _UPDATE_KEYS),
     )

@@ -1,7 +1,8 @@
 """attrs models of the provider catalog (protocol.md 7.1-7.4).
 
 ``status`` is one of ``ready``, ``loading``, ``error``, ``unavailable`` on known daemons;
-other values are kept. Unknown fields land in ``extra_fields``. Pure data and parsers.
+other values are kept. Unknown fields, and values of a shape a field cannot take, land in
+``extra_fields``; an entry without its identity is skipped alone. Pure data and parsers.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import attrs
 
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentMode, FeatureOption
-from daemon_client.protocol.codec import structure
+from daemon_client.protocol.lenient import structure_each
 
 ThinkingOption = FeatureOption
 """A thinking option of a model: the same choice shape as a ``select`` feature's."""
@@ -106,13 +107,14 @@ class AvailableProvider:
     provider: str
     available: bool = False
     error: str | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 def _entries(payload: Mapping[str, Any]) -> tuple[ProviderEntry, ...]:
     entries = payload.get("entries")
     if entries is not None and not isinstance(entries, list):
         raise ProtocolError(f"entries is {type(entries).__name__}, not a list")
-    return tuple(structure(entry, ProviderEntry) for entry in entries or [])
+    return structure_each(entries, ProviderEntry, "entries")
 
 
 def _text(value: Any) -> str | None:

@@ -89,6 +89,10 @@ def default_timeout_for(request_type: str, fallback: float) -> float:
     return _TIMEOUTS.get(request_type, fallback)
 
 
+_REPLY_STATUSES = frozenset(
+    status for matcher in _EXCEPTIONS.values() if matcher.statuses is not None for status in matcher.statuses
+)
+"""The ``status`` values that answer a request; every other ``status`` is a push."""
 _REPLY_TYPES = frozenset(
     {"rpc_error", "pong", "agent_archived", "agent_deleted", "terminals_changed", "set_voice_mode_response"}
 )
@@ -96,7 +100,8 @@ _REPLY_TYPES = frozenset(
 
 def is_reply(message_type: str, payload: dict[str, object]) -> bool:
     """Whether a message carrying a ``requestId`` is a reply (rather than a push that happens to
-    carry one, like ``agent_permission_resolved``): replies to unknown requests are dropped."""
+    carry one, like ``agent_permission_resolved`` or a progress ``status``): replies to unknown
+    requests are dropped, pushes are delivered."""
     if message_type in _REPLY_TYPES or message_type.endswith(("_response", ".response", "/response")):
         return True
-    return message_type == "status" and payload.get("status") != "server_info"
+    return message_type == "status" and payload.get("status") in _REPLY_STATUSES

@@ -17,6 +17,7 @@ import attrs
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentSnapshot, AgentUsage, PermissionRequest
 from daemon_client.protocol.codec import structure
+from daemon_client.protocol.lenient import report_skipped, structure_optional
 
 # ----------------------------------------------------------------------------- items
 
@@ -438,35 +439,42 @@ class TimelinePage:
     agent_id: str = ""
 
 
-def _cursor(value: Any) -> TimelineCursor | None:
-    return structure(value, TimelineCursor) if isinstance(value, Mapping) else None
+def _cursor(value: Any, where: str) -> TimelineCursor | None:
+    return structure_optional(value, TimelineCursor, where)
 
 
 def parse_page(payload: Mapping[str, Any]) -> TimelinePage:
     """A successful ``fetch_agent_timeline_response`` payload → :class:`TimelinePage`."""
     entries = []
-    for raw in payload.get("entries") or []:
+    raw_entries = payload.get("entries")
+    for index, raw in enumerate(raw_entries if isinstance(raw_entries, list) else []):
+        if not isinstance(raw, Mapping):
+            report_skipped("TimelineEntry", None, (f"entries[{index}]",), raw)
+            continue
         item = parse_item(raw.get("item"))
         rest = {key: value for key, value in raw.items() if key != "item"}
         entries.append(attrs.evolve(structure(rest, _EntryFields).to_entry(), item=item))
-    agent = payload.get("agent")
-    window = payload.get("window")
+    window = structure_optional(payload.get("window"), TimelineWindow, "window")
     return TimelinePage(
         entries=tuple(entries),
-        epoch=str(payload.get("epoch", "")),
-        start_cursor=_cursor(payload.get("startCursor")),
-        end_cursor=_cursor(payload.get("endCursor")),
+        epoch=_text(payload.get("epoch")) or "",
+        start_cursor=_cursor(payload.get("startCursor"), "startCursor"),
+        end_cursor=_cursor(payload.get("endCursor"), "endCursor"),
         has_older=bool(payload.get("hasOlder")),
         has_newer=bool(payload.get("hasNewer")),
         reset=bool(payload.get("reset")),
         stale_cursor=bool(payload.get("staleCursor")),
         gap=bool(payload.get("gap")),
-        window=structure(window, TimelineWindow) if isinstance(window, Mapping) else TimelineWindow(),
-        agent=structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None,
-        direction=payload.get("direction"),
-        projection=payload.get("projection"),
-        agent_id=str(payload.get("agentId", "")),
+        window=window if window is not None else TimelineWindow(),
+        agent=structure_optional(payload.get("agent"), AgentSnapshot, "agent"),
+        direction=_text(payload.get("direction")),
+        projection=_text(payload.get("projection")),
+        agent_id=_text(payload.get("agentId")) or "",
     )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 @attrs.frozen

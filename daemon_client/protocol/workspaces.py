@@ -1,6 +1,7 @@
 """attrs models of workspaces and projects (protocol.md 4.8, 8.1, 9.3).
 
-Unknown fields are kept in ``extra_fields``; enumerations are plain strings. Pure data.
+Unknown fields, and values of a shape a field cannot take, are kept in ``extra_fields``
+(see :mod:`daemon_client.protocol.lenient`); enumerations are plain strings. Pure data.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from daemon_client.protocol.agents import ProjectPlacement
 class DiffStat:
     additions: int = 0
     deletions: int = 0
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -34,12 +36,16 @@ class WorkspaceScript:
     health: str | None = None
     exit_code: int | None = None
     terminal_id: str | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
 class AheadBehind:
-    ahead: int = 0
-    behind: int = 0
+    """Commits ahead of and behind the upstream; ``None`` when the daemon does not know."""
+
+    ahead: int | None = None
+    behind: int | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -51,6 +57,7 @@ class GitRuntime:
     ahead_behind: AheadBehind | None = None
     ahead_of_origin: int | None = None
     behind_of_origin: int | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen
@@ -74,6 +81,7 @@ class GithubRuntime:
     pull_request: PullRequest | None = None
     error: Mapping[str, Any] | None = None
     refreshed_at: str | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 @attrs.frozen

@@ -252,11 +252,16 @@ class ReaderLoop:
 
     def _read(self, transport: Transport, connected_at: list[float]) -> Failure:
         frame_log = self._frame_log
+        binary_seen = False
         while True:
             try:
                 text = transport.recv()
             except FrameRejected as exc:
-                self._log.warning("skipped an inbound frame: %s: %s", exc, preview(exc.preview))
+                if not exc.binary:
+                    self._log.warning("skipped an inbound frame: %s: %s", exc, preview(exc.preview))
+                elif not binary_seen:  # terminal streams of newer daemons: one line per connection
+                    binary_seen = True
+                    self._log.info("%s: skipping binary frames on this connection (%s)", self._name, exc)
                 continue
             except TransportClosed as exc:
                 if self._abort_failure is not None:

@@ -162,12 +162,8 @@ class RequestTable:
             entry = self._pending.get(request_id)
             if entry is None:
                 return False
-            if (
-                message_type == "status"
-                and entry.matcher.type != "status"
-                and not entry.matcher.matches(message_type, payload)
-            ):
-                return False  # a status push that merely echoes the id; not a reply
+            if message_type == "status" and not entry.matcher.matches(message_type, payload):
+                return False  # a status push that echoes the id (progress, a new status): not the reply
             del self._pending[request_id]
         if entry.timer is not None:
             entry.timer.cancel()

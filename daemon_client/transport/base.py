@@ -35,12 +35,14 @@ class TransportClosed(TransportError):
 class FrameRejected(TransportError):
     """One inbound frame could not be used (invalid UTF-8, binary, too large).
 
-    The connection stays usable: the reader logs the frame and reads on.
+    The connection stays usable: the reader logs the frame and reads on. ``binary`` marks a
+    binary frame (well formed, but this client uses none).
     """
 
-    def __init__(self, message: str, *, preview: bytes = b"") -> None:
+    def __init__(self, message: str, *, preview: bytes = b"", binary: bool = False) -> None:
         super().__init__(message)
         self.preview = preview
+        self.binary = binary
 
 
 @attrs.frozen

@@ -128,7 +128,7 @@ class WebSocketTransport:
                     self._ws.pong(data)
                 continue
             if opcode == OP_BINARY:
-                raise FrameRejected(f"binary frame of {len(data)} bytes ignored", preview=data[:200])
+                raise FrameRejected(f"binary frame of {len(data)} bytes ignored", preview=data[:200], binary=True)
             # a pong: nothing to do
 
     def has_buffered_data(self) -> bool:
