@@ -241,7 +241,8 @@ def test_a_progress_status_echoing_the_request_id_is_a_push_and_the_create_succe
     pushes = RecordingHandler[dc.SessionMessage]("pushes")
     client.add_push_listener(pushes, ["status"])
 
-    agent = client.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"), cwd="/home/dev/projects/demo", title="progress")
+    config = dc.AgentConfig(provider="mock/ten-second-stream")
+    agent = client.agents.create(config, cwd="/home/dev/projects/demo", title="progress")
 
     assert agent.current() is not None
     (progress,) = pushes.wait_for(predicate=lambda m: m.payload.get("status") == "agent_create_progress")
