@@ -23,13 +23,13 @@ from daemon_client.protocol.codec import (
     PING_FRAME,
     MalformedFrame,
     decode_frame,
-    parse_server_info,
     preview,
     redact_hello,
 )
 from daemon_client.protocol.hosts import HostKind, decide_host_kind
 from daemon_client.protocol.models import HelloRejected, Pong, ServerInfo, SessionMessage
 from daemon_client.protocol.replies import is_reply
+from daemon_client.protocol.server_info import read_server_info
 from daemon_client.requests import settle
 from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import ConnectParams, FrameRejected, Transport, TransportClosed, TransportError
@@ -309,7 +309,7 @@ class ReaderLoop:
 
     def _on_server_info(self, payload: dict[str, Any]) -> bool:
         try:
-            info = parse_server_info(payload)
+            reading = read_server_info(payload)
         except ProtocolError as exc:
             if self._handshaken:
                 self._log.warning("ignored an unreadable server_info: %s", preview(str(exc), 200))
@@ -322,6 +322,9 @@ class ReaderLoop:
                 0, lambda: self._abort(failure, code=1002, close_reason="Bad server_info", only=transport)
             )
             return False
+        info = reading.info
+        if reading.ignored:
+            self._log.warning("server_info: ignored unusable optional fields: %s", preview(", ".join(reading.ignored)))
         if self._handshaken:
             self._server_info = info  # a later server_info updates the cache, not the host kind
             return False
