@@ -28,6 +28,7 @@ from daemon_client.config import (
     url_from_env,
 )
 from daemon_client.connection import Connection, ConnectionOptions
+from daemon_client.credentials import check_auth_header, plan_credentials
 from daemon_client.dispatch import CallbackExecutor, Dispatcher, next_name
 from daemon_client.namespaces import Namespaces
 from daemon_client.protocol.codec import structure
@@ -70,6 +71,18 @@ class Client:
         strict: keep callback errors and raise them from :meth:`raise_callback_errors`
             and :meth:`close` (for tests).
         transport_factory: makes the transport of each connection attempt.
+        ssl_context: the TLS settings of a ``wss://`` URL (e.g. a pinned CA); refused
+            with a ``ws://`` URL. Default: the system's trusted CAs, hostname checked.
+        max_frame_bytes: inbound frames larger than this are skipped.
+        auth_header: a complete ``Authorization`` header value for a proxy in front of
+            the daemon; sent only when no password is set.
+        allow_insecure_credentials: credentials sent over ``ws://`` to a host that is not
+            this machine travel unencrypted. ``None`` (default): allowed, with one
+            WARNING; ``False``: refused, ``connect()`` raises ``InsecureCredentials``
+            before anything is sent; ``True``: allowed silently.
+
+    Raises ``ValueError`` for a URL that is not ``ws://``/``wss://``, carries
+    ``user:password@`` (pass ``password=``), or is ``ws://`` with an ``ssl_context``.
     """
 
     def __init__(
@@ -91,6 +104,8 @@ class Client:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         logger: logging.Logger | None = None,
         rng: random.Random | None = None,
+        auth_header: str | None = None,
+        allow_insecure_credentials: bool | None = None,
     ) -> None:
         if connect_timeout <= 0 or request_timeout <= 0:
             raise ValueError("timeouts must be > 0")
@@ -102,6 +117,16 @@ class Client:
             self._log.warning("%s", warning)
         self._name = next_name("daemon-client")
         self._url = url_from_env(url)
+        password = password_from_env(password)
+        auth_header = check_auth_header(auth_header)
+        credentials = plan_credentials(
+            self._url,
+            ssl_context=ssl_context,
+            has_credentials=bool(password or auth_header),
+            allow_insecure_credentials=allow_insecure_credentials,
+        )
+        if credentials.warning:
+            self._log.warning("%s", credentials.warning)
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
         self._request_timeout = request_timeout
         self._dispatcher = Dispatcher(
@@ -118,7 +143,7 @@ class Client:
             url=self._url,
             client_id=self._client_id,
             app_version=app_version,
-            password=password_from_env(password),
+            password=password,
             connect_timeout=connect_timeout,
             reconnect=reconnect or ReconnectPolicy(),
             heartbeat=heartbeat or Heartbeat(),
@@ -126,6 +151,8 @@ class Client:
             ssl_context=ssl_context,
             max_frame_bytes=max_frame_bytes,
             rng=rng,
+            auth_header=auth_header,
+            insecure_refusal=credentials.refusal,
         )
         self._connection = Connection(
             options,

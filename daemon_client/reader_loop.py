@@ -17,7 +17,14 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.errors import ClientClosed, ConnectionLost, ConnectTimeout, DaemonClientError, ProtocolError
+from daemon_client.errors import (
+    ClientClosed,
+    ConnectionLost,
+    ConnectTimeout,
+    DaemonClientError,
+    InsecureCredentials,
+    ProtocolError,
+)
 from daemon_client.handshake import Failure, failure_for_close, failure_for_rejection
 from daemon_client.protocol.codec import (
     PING_FRAME,
@@ -213,6 +220,8 @@ class ReaderLoop:
 
     def _open(self, transport: Transport) -> Failure | None:
         opts = self._opts
+        if opts.insecure_refusal is not None:
+            return Failure(InsecureCredentials(opts.insecure_refusal), terminal=True)
         params = ConnectParams(
             url=opts.url,
             timeout=opts.connect_timeout,

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import itertools
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Callable, Sequence
@@ -79,6 +80,12 @@ class Peer:
         lines.extend(extra)
         self.send(b"\r\n".join(lines) + b"\r\n\r\n" + then)
 
+    def drain(self) -> None:
+        """Read (and drop) everything until the client closes the connection."""
+        with contextlib.suppress(OSError):
+            while self.sock.recv(65536):
+                pass
+
     def reader(self) -> FrameReader:
         return FrameReader(self.sock, 1 << 20, initial=self.rest)
 
@@ -89,12 +96,13 @@ Script = Callable[[Peer], None]
 class RawServer:
     """Listens on loopback; runs ``script`` for each connection; see the module docstring."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, ssl_context: ssl.SSLContext | None = None) -> None:
         self._script = script
+        self._ssl_context = ssl_context
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.05)
         self.port = self._listener.getsockname()[1]
-        self.url = f"ws://127.0.0.1:{self.port}/ws"
+        self.url = f"{'wss' if ssl_context else 'ws'}://127.0.0.1:{self.port}/ws"
         self.peers: list[Peer] = []
         self.errors: list[BaseException] = []
         self.connected = threading.Event()
@@ -116,20 +124,25 @@ class RawServer:
             except OSError:
                 return
             self._current = sock
-            with sock:
+            try:
                 sock.settimeout(TIMEOUT)
-                try:
-                    head, rest = self._read_head(sock)
-                    peer = Peer(sock, head, rest)
-                    self.peers.append(peer)
-                    self.connected.set()
-                    self._script(peer)
-                except (OSError, ConnectionError) as exc:
-                    if not self._stopping.is_set():
-                        self.errors.append(exc)
-                except BaseException as exc:  # reported to the test
+                if self._ssl_context is not None:
+                    sock = self._ssl_context.wrap_socket(sock, server_side=True)
+                    self._current = sock
+                head, rest = self._read_head(sock)
+                peer = Peer(sock, head, rest)
+                self.peers.append(peer)
+                self.connected.set()
+                self._script(peer)
+            except (OSError, ConnectionError) as exc:
+                if not self._stopping.is_set():
                     self.errors.append(exc)
-            self._current = None
+            except BaseException as exc:  # reported to the test
+                self.errors.append(exc)
+            finally:
+                self._current = None
+                with contextlib.suppress(OSError):
+                    sock.close()
 
     @staticmethod
     def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
@@ -161,8 +174,8 @@ class RawServers:
     def __init__(self) -> None:
         self._made: list[RawServer] = []
 
-    def __call__(self, script: Script) -> RawServer:
-        server = RawServer(script)
+    def __call__(self, script: Script, ssl_context: ssl.SSLContext | None = None) -> RawServer:
+        server = RawServer(script, ssl_context)
         self._made.append(server)
         return server
 
