@@ -54,6 +54,9 @@ _CLOSED_GRACE = 1.0
 class Client:
     """A synchronous, threaded client of one Paseo daemon.
 
+    Raises ``ValueError`` for a URL that is not ``ws://``/``wss://``, carries
+    ``user:password@`` (pass ``password=``), or is ``ws://`` with an ``ssl_context``.
+
     Args:
         url: ``ws://host:port/ws`` (or ``wss://``). Default: ``PASEO_URL``, else
             ``ws://127.0.0.1:6767/ws``.
@@ -80,9 +83,6 @@ class Client:
             this machine travel unencrypted. ``None`` (default): allowed, with one
             WARNING; ``False``: refused, ``connect()`` raises ``InsecureCredentials``
             before anything is sent; ``True``: allowed silently.
-
-    Raises ``ValueError`` for a URL that is not ``ws://``/``wss://``, carries
-    ``user:password@`` (pass ``password=``), or is ``ws://`` with an ``ssl_context``.
     """
 
     def __init__(
