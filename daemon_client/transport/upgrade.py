@@ -27,6 +27,12 @@ from daemon_client.transport.handshake_policy import (
 )
 
 _READ_SIZE = 4096
+_SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)] + [
+    (socket.IPPROTO_TCP, getattr(socket, name), value)
+    for name, value in (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3))
+    if hasattr(socket, name)
+]
+"""No Nagle delay; TCP keepalive probes after 30 s idle (the JSON heartbeat is the real liveness check)."""
 
 
 @attrs.frozen
@@ -95,6 +101,9 @@ def _connect_tcp(target: Target, deadline: _Deadline, adopt: Callable[[socket.so
     for family, kind, proto, _name, address in socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM):
         sock = socket.socket(family, kind, proto)
         adopt(sock)
+        for level, option, value in _SOCKET_OPTIONS:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(level, option, value)
         try:
             sock.settimeout(deadline.remaining())
             sock.connect(address)
@@ -105,7 +114,5 @@ def _connect_tcp(target: Target, deadline: _Deadline, adopt: Callable[[socket.so
                 raise
             failure = exc
             continue
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
     raise failure or OSError(f"no address found for {target.host}")
