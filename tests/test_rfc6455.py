@@ -168,6 +168,19 @@ def test_a_close_frame_with_a_code_is_echoed(ws_server, transport, code: int, re
     assert server.outcome().code == code
 
 
+def test_no_data_frame_follows_the_clients_close_frame(ws_server, transport) -> None:
+    server = ws_server(raw(ws_frame(struct.pack("!H", 1001), OP_CLOSE)))
+    open_transport(transport, server.url)
+    with pytest.raises(TransportClosed):
+        transport.recv()
+    with pytest.raises(TransportClosed, match="closing"):
+        transport.send_text('{"type":"ping"}')
+    transport.abort()
+    outcome = server.outcome()
+    assert outcome.code == 1001
+    assert outcome.frames == []
+
+
 @pytest.mark.parametrize("code", [0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000, 65535])
 def test_a_close_frame_with_an_invalid_code_fails_with_1002(ws_server, transport, code: int) -> None:
     server = ws_server(raw(ws_frame(struct.pack("!H", code), OP_CLOSE)))

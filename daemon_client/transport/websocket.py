@@ -109,11 +109,15 @@ class WebSocketTransport:
         self._reader = FrameReader(upgraded.sock, params.max_frame_bytes, initial=upgraded.rest, refuse_masked=True)
         self._connected = True
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, data: bytes, *, closing: bool = False) -> None:
+        """Write one frame. Once a close frame is on its way (``_closed`` is set before it is
+        written, under the same send lock) no data frame may follow it (RFC 6455 5.5.1)."""
         sock = self._sock
         if sock is None or not self._connected:
             raise TransportClosed(None, "not connected")
         with self._send_lock:
+            if self._closed and not closing:
+                raise TransportClosed(None, "the connection is closing")
             sock.sendall(data)
 
     def send_text(self, text: str) -> None:
@@ -156,7 +160,7 @@ class WebSocketTransport:
                 return
             self._closed = True
         with contextlib.suppress(OSError, TransportError):
-            self._send(_frame(close_payload(code), OP_CLOSE))
+            self._send(_frame(close_payload(code), OP_CLOSE), closing=True)
 
     def _fail(self, violation: ProtocolViolation) -> None:
         """Reader thread: _Fail the WebSocket Connection_ (RFC 6455 7.1.7): send close with the
@@ -169,7 +173,7 @@ class WebSocketTransport:
         if sock is None:
             return
         with contextlib.suppress(OSError, TransportError):
-            self._send(_frame(close_payload(violation.code, str(violation)), OP_CLOSE))
+            self._send(_frame(close_payload(violation.code, str(violation)), OP_CLOSE), closing=True)
         deadline = time.monotonic() + _LINGER_SECONDS
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_WR)
@@ -199,5 +203,5 @@ class WebSocketTransport:
             self._closed = True
         if self._connected:
             with contextlib.suppress(OSError, TransportError):
-                self._send(_frame(close_payload(code, reason), OP_CLOSE))
+                self._send(_frame(close_payload(code, reason), OP_CLOSE), closing=True)
         self.abort()
