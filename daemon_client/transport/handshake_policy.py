@@ -27,6 +27,7 @@ import base64
 import hashlib
 import ipaddress
 import os
+import re
 import ssl
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
@@ -94,6 +95,12 @@ def parse_target(url: str, *, ssl_context: ssl.SSLContext | None = None) -> Targ
 
     The message never repeats the URL's userinfo.
     """
+    authority = url.split("://", 1)[1] if "://" in url else ""
+    if "@" in re.split(r"[/?#]", authority, maxsplit=1)[0]:  # before parsing: no parser error may echo it
+        raise ValueError(
+            "the daemon URL carries credentials in its user-info part (user:password@host), which the "
+            "client refuses to keep or send; pass password=... (or set PASEO_PASSWORD) and a URL without them"
+        )
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -103,11 +110,6 @@ def parse_target(url: str, *, ssl_context: ssl.SSLContext | None = None) -> Targ
     if scheme not in _DEFAULT_PORTS:
         shown = scheme or "no scheme"
         raise ValueError(f"the daemon URL must start with ws:// or wss:// (got {shown})")
-    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
-        raise ValueError(
-            "the daemon URL carries credentials in its user-info part (user:password@host), which the "
-            "client refuses to keep or send; pass password=... (or set PASEO_PASSWORD) and a URL without them"
-        )
     if not parts.hostname:
         raise ValueError("the daemon URL has no host")
     if ssl_context is not None and scheme != "wss":
