@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from daemon_client.errors import ConnectionUnavailable as ConnectionUnavailable
     from daemon_client.errors import ConnectTimeout as ConnectTimeout
     from daemon_client.errors import DaemonClientError as DaemonClientError
+    from daemon_client.errors import InsecureCredentials as InsecureCredentials
     from daemon_client.errors import NotConnected as NotConnected
     from daemon_client.errors import ProtocolError as ProtocolError
     from daemon_client.errors import ProtocolVersionError as ProtocolVersionError
@@ -143,6 +144,7 @@ _LAZY: dict[str, str] = {
     "EventSubscription": "daemon_client.subscriptions.events",
     "Heartbeat": "daemon_client.config",
     "HostKind": "daemon_client.protocol.hosts",
+    "InsecureCredentials": "daemon_client.errors",
     "NotConnected": "daemon_client.errors",
     "Notification": "daemon_client.protocol.timeline",
     "Page": "daemon_client.protocol.directory",

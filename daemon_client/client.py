@@ -25,7 +25,8 @@ from daemon_client.config import (
     check_app_version,
     password_from_env,
 )
-from daemon_client.discovery import Resolution, TargetSource, resolve
+from daemon_client.credentials import check_auth_header, plan_credentials
+from daemon_client.discovery import Resolution, TargetKind, TargetSource, resolve
 from daemon_client.namespaces import Namespaces
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
 class Client:
     """A synchronous, threaded client of one Paseo daemon.
 
+    Raises ``ValueError`` for a URL that is not ``ws://``/``wss://``, carries
+    ``user:password@`` (pass ``password=``), or is ``ws://`` with an ``ssl_context``.
+
     Args:
         url: the daemon's address: ``ws://host:port/ws`` (or ``wss://``), ``host:port``, a
             port, ``/path/to.sock`` or ``unix:///path``, ``tcp://host:port?ssl=true&password=…``
@@ -72,6 +76,15 @@ class Client:
         strict: keep callback errors and raise them from :meth:`raise_callback_errors`
             and :meth:`close` (for tests).
         transport_factory: makes the transport of each connection attempt.
+        ssl_context: the TLS settings of a ``wss://`` URL (e.g. a pinned CA); refused
+            with a ``ws://`` URL. Default: the system's trusted CAs, hostname checked.
+        max_frame_bytes: inbound frames larger than this are skipped.
+        auth_header: a complete ``Authorization`` header value for a proxy in front of
+            the daemon; sent only when no password is set.
+        allow_insecure_credentials: credentials sent over ``ws://`` to a host that is not
+            this machine travel unencrypted. ``None`` (default): allowed, with one
+            WARNING; ``False``: refused, ``connect()`` raises ``InsecureCredentials``
+            before anything is sent; ``True``: allowed silently.
     """
 
     def __init__(
@@ -93,6 +106,8 @@ class Client:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         logger: logging.Logger | None = None,
         rng: random.Random | None = None,
+        auth_header: str | None = None,
+        allow_insecure_credentials: bool | None = None,
     ) -> None:
         if connect_timeout <= 0 or request_timeout <= 0:
             raise ValueError("timeouts must be > 0")
@@ -105,6 +120,17 @@ class Client:
         self._name = next_name("daemon-client")
         resolution = resolve(url or None)
         self._targets = TargetSource(resolution, resolve, self._log.getChild("discovery"))
+        password = password_from_env(password if password is not None else resolution.target.password)
+        auth_header = check_auth_header(auth_header)
+        target = resolution.target
+        credentials = plan_credentials(
+            target.ws_url if target.kind is TargetKind.TCP else "ws://localhost/ws",  # a socket is this machine
+            ssl_context=ssl_context,
+            has_credentials=bool(password or auth_header),
+            allow_insecure_credentials=allow_insecure_credentials,
+        )
+        if credentials.warning:
+            self._log.warning("%s", credentials.warning)
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
         self._request_timeout = request_timeout
         self._dispatcher = Dispatcher(
@@ -121,7 +147,7 @@ class Client:
             targets=self._targets,
             client_id=self._client_id,
             app_version=app_version,
-            password=password_from_env(password if password is not None else resolution.target.password),
+            password=password,
             connect_timeout=connect_timeout,
             reconnect=reconnect or ReconnectPolicy(),
             heartbeat=heartbeat or Heartbeat(),
@@ -129,6 +155,8 @@ class Client:
             ssl_context=ssl_context,
             max_frame_bytes=max_frame_bytes,
             rng=rng,
+            auth_header=auth_header,
+            insecure_refusal=credentials.refusal,
         )
         self._connection = Connection(
             options,

@@ -122,6 +122,11 @@ class AuthenticationError(DaemonClientError):
         self.reason = reason
 
 
+class InsecureCredentials(AuthenticationError):
+    """Credentials would travel unencrypted (``ws://`` to a host that is not this machine) and
+    ``allow_insecure_credentials=False`` forbids it. Nothing was sent: use ``wss://``."""
+
+
 class ProtocolError(DaemonClientError):
     """The daemon and the client disagree about the protocol.
 

@@ -2,14 +2,17 @@
 
 ``demo`` and ``serve`` run the embedded simulated daemon; ``agents``, ``tail``, ``run``,
 ``providers``, ``workspaces`` and ``info`` talk to any daemon (``--host``/``--url``, else found
-as Paseo's CLI finds it; ``--password``/``PASEO_PASSWORD``). Commands run on the main thread;
-live output is fed from the client's callback thread. Errors print one line and exit non-zero.
+as Paseo's CLI finds it; the password from ``--password-stdin``, ``--password-file``,
+``PASEO_PASSWORD`` or, warned about, ``--password``: see :mod:`daemon_client.cli.password`).
+Commands run on the main thread; live output is fed from the client's callback thread. Errors
+print one line and exit non-zero.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ssl
 import sys
 import threading
 import time
@@ -17,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from daemon_client.agent_create import AgentConfig
+from daemon_client.cli.password import PROMPTS, add_password_args, can_prompt, prompt_password, resolve_password
 from daemon_client.cli.render import (
     LiveAgents,
     MessagePrinter,
@@ -33,6 +37,7 @@ from daemon_client.errors import (
     ConnectionLost,
     ConnectTimeout,
     DaemonClientError,
+    InsecureCredentials,
     ProtocolError,
     UnsupportedByHost,
 )
@@ -44,14 +49,27 @@ KINDS = [kind.value for kind in HostKind]
 
 
 @contextlib.contextmanager
-def _embedded(kind: str, port: int = 0, unix_path: str | None = None) -> Iterator[tuple[str, list[str]]]:
-    """The simulated daemon on loopback; yields its URL and its agents' IDs."""
+def _embedded(
+    kind: str,
+    port: int = 0,
+    *,
+    unix_path: str | None = None,
+    serving: dict[str, Any] | None = None,
+    password: str | None = None,
+) -> Iterator[tuple[str, list[str]]]:
+    """The simulated daemon (on loopback unless ``serving["host"]`` says otherwise, or on the unix
+    socket ``unix_path``); yields its URL and its agents' IDs. ``serving`` holds the other
+    ``FakeDaemon.serve`` options."""
     try:
         from daemon_client.testing.fake.daemon import FakeDaemon
         from daemon_client.testing.simulation import Simulation
 
-        fake = FakeDaemon(host_kind=HostKind(kind))
-        url = fake.serve(port=port, unix_path=unix_path)
+        fake = FakeDaemon(host_kind=HostKind(kind), password=password)
+        try:
+            url = fake.serve(port=port, unix_path=unix_path, **(serving or {}))
+        except (ValueError, OSError) as exc:
+            fake.close()
+            raise DaemonClientError(f"cannot serve: {exc}") from None
     except ImportError as exc:
         raise SystemExit(
             f"daemon-client: the embedded daemon needs the 'demo' extra ({exc.name} is missing): "
@@ -66,19 +84,30 @@ def _embedded(kind: str, port: int = 0, unix_path: str | None = None) -> Iterato
 
 
 def _client(args: argparse.Namespace, out: TextIO | None = None) -> Client:
-    try:
-        client = Client(args.host, password=args.password, connect_timeout=args.timeout)
-    except ValueError as exc:
-        raise DaemonClientError(f"bad daemon address: {exc}") from None
-    args.found = client.url
-    if out is not None:
-        out.write(client.resolution.describe() + "\n")
-    try:
-        client.connect()
-    except BaseException:
-        client.close()
-        raise
-    return client
+    """A connected client; after a refused password (4401) on a terminal, ask for it (``getpass``)."""
+    password: str | None = args.password
+    prompts = 0
+    while True:
+        try:
+            client = Client(args.host, password=password, connect_timeout=args.timeout)
+        except ValueError as exc:  # the address (never repeated with credentials in it)
+            raise DaemonClientError(f"bad daemon address: {exc}") from None
+        args.found = client.url
+        if out is not None and prompts == 0:
+            out.write(client.resolution.describe() + "\n")
+        try:
+            client.connect()
+        except AuthenticationError as exc:
+            client.close()
+            if isinstance(exc, InsecureCredentials) or prompts >= PROMPTS or not can_prompt(args):
+                raise
+            prompts += 1
+            password = prompt_password(client.url)
+            continue
+        except BaseException:
+            client.close()
+            raise
+        return client
 
 
 def _until(duration: float | None, done: threading.Event | None = None) -> None:
@@ -124,8 +153,27 @@ def _live_view(client: Client, out: TextIO, duration: float | None, follow: str)
     out.write("\n")
 
 
+def _server_context(args: argparse.Namespace) -> ssl.SSLContext | None:
+    if args.certfile is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(args.certfile, args.keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        raise DaemonClientError(f"cannot load the TLS certificate {args.certfile}: {exc}") from None
+    return context
+
+
 def cmd_serve(args: argparse.Namespace, out: TextIO) -> int:
-    with _embedded(args.host_kind, args.port, args.unix) as (url, _):
+    serving = {
+        "host": args.bind,
+        "ssl_context": _server_context(args),
+        "allow_insecure_password": args.allow_insecure_password,
+    }
+    with _embedded(args.host_kind, args.port, unix_path=args.unix, serving=serving, password=args.password) as (
+        url,
+        _,
+    ):
         out.write(f"simulated daemon ({args.host_kind} host) listening at {url}; Ctrl-C to stop\n")
         out.flush()
         _until(args.duration)
@@ -248,7 +296,7 @@ def _connection_args(parser: argparse.ArgumentParser) -> None:
         "ws://host:port/ws (default: PASEO_HOST, PASEO_LISTEN, $PASEO_HOME/paseo.pid, config, localhost:6767)",
     )
     where.add_argument("--url", dest="host", help="the same as --host")
-    parser.add_argument("--password", default=None, help="(default: PASEO_PASSWORD)")
+    add_password_args(parser, what="the daemon's password (default: PASEO_PASSWORD)")
     parser.add_argument("--timeout", type=float, default=15.0, help="connect and request timeout in seconds")
 
 
@@ -268,8 +316,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--host-kind", choices=KINDS, default="capable")
     serve = command("serve", "run the embedded simulated daemon alone and print its URL", cmd_serve, connects=False)
     serve.add_argument("--host-kind", choices=KINDS, default="capable")
-    serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free port)")
+    serve.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     serve.add_argument("--unix", metavar="PATH", help="listen on this unix socket instead of a port")
+    serve.add_argument(
+        "--host", dest="bind", default="127.0.0.1", help="address to listen on (default: this machine only)"
+    )
+    add_password_args(serve, what="a password the daemon requires")
+    serve.add_argument("--certfile", help="serve TLS (wss://) with this certificate chain (PEM)")
+    serve.add_argument("--keyfile", help="the private key of --certfile, if not in it")
+    serve.add_argument(
+        "--allow-insecure-password",
+        action="store_true",
+        help="serve a password without TLS on an address that is not loopback (it crosses the network in clear)",
+    )
     command("info", "print how the daemon was found and its server_info", cmd_info)
     agents = command("agents", "list agents (--watch: follow their statuses)", cmd_agents)
     agents.add_argument("--watch", action="store_true")
@@ -297,6 +356,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = build_parser().parse_args(argv)
     stream = out or sys.stdout
     try:
+        if hasattr(args, "password"):
+            args.password = resolve_password(args)
         code: int = args.func(args, stream)
     except AuthenticationError as exc:
         return _fail(f"authentication failed: {exc}")

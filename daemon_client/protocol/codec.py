@@ -31,6 +31,7 @@ from daemon_client.protocol.models import (
     StatusPayload,
     UnknownMessage,
 )
+from daemon_client.protocol.server_info import read_server_info
 
 T = TypeVar("T")
 
@@ -84,20 +85,10 @@ def unstructure(model: Any) -> dict[str, Any]:
     return result
 
 
-def _blank_to_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
-
-
 def parse_server_info(payload: Mapping[str, Any]) -> ServerInfo:
-    """``server_info`` payload → :class:`ServerInfo` (blank hostname/version become ``None``)."""
-    info = structure(payload, ServerInfo)
-    features = payload.get("features")
-    return attrs.evolve(
-        info,
-        hostname=_blank_to_none(info.hostname),
-        version=_blank_to_none(info.version),
-        features=dict(features) if isinstance(features, Mapping) else {},
-    )
+    """``server_info`` payload → :class:`ServerInfo` (see :mod:`daemon_client.protocol.server_info`:
+    ``null`` or unusable optional fields read as empty; ``ProtocolError`` names a bad ``serverId``)."""
+    return read_server_info(payload).info
 
 
 def parse_status(payload: Mapping[str, Any]) -> StatusPayload:

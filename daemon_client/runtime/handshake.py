@@ -38,9 +38,12 @@ def build_hello(client_id: str, app_version: str, password: str | None) -> Hello
     )
 
 
-def auth_carriers(password: str | None) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Upgrade headers and subprotocols carrying ``password`` (only if it is token-safe)."""
-    if not password or not is_token_safe(password):
+def auth_carriers(password: str | None, auth_header: str | None = None) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Upgrade headers and subprotocols carrying ``password`` (only if it is token-safe), or,
+    when no password is set, ``auth_header`` as the ``Authorization`` header (for a proxy)."""
+    if not password:
+        return ({"Authorization": auth_header} if auth_header else {}), ()
+    if not is_token_safe(password):
         return {}, ()
     return {"Authorization": f"Bearer {password}"}, (f"paseo.bearer.{password}",)
 

@@ -18,18 +18,25 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.discovery import DaemonTarget, TargetKind
-from daemon_client.errors import ClientClosed, ConnectionLost, ConnectTimeout, DaemonClientError, ProtocolError
+from daemon_client.errors import (
+    ClientClosed,
+    ConnectionLost,
+    ConnectTimeout,
+    DaemonClientError,
+    InsecureCredentials,
+    ProtocolError,
+)
 from daemon_client.protocol.codec import (
     PING_FRAME,
     MalformedFrame,
     decode_frame,
-    parse_server_info,
     preview,
     redact_hello,
 )
 from daemon_client.protocol.hosts import HostKind, decide_host_kind
 from daemon_client.protocol.models import HelloRejected, Pong, ServerInfo, SessionMessage
 from daemon_client.protocol.replies import is_reply
+from daemon_client.protocol.server_info import read_server_info
 from daemon_client.runtime.handshake import Failure, failure_for_close, failure_for_rejection
 from daemon_client.runtime.requests import settle
 from daemon_client.state import ConnectionState, StateListener
@@ -218,6 +225,8 @@ class ReaderLoop:
         unsupported = target.unsupported()
         if unsupported is not None:
             return Failure(ConnectionLost(unsupported), terminal=True)
+        if opts.insecure_refusal is not None:
+            return Failure(InsecureCredentials(opts.insecure_refusal), terminal=True)
         params = ConnectParams(
             url=target.ws_url,
             unix_socket=target.path if target.kind is TargetKind.UNIX else None,
@@ -320,7 +329,7 @@ class ReaderLoop:
 
     def _on_server_info(self, payload: dict[str, Any]) -> bool:
         try:
-            info = parse_server_info(payload)
+            reading = read_server_info(payload)
         except ProtocolError as exc:
             if self._handshaken:
                 self._log.warning("ignored an unreadable server_info: %s", preview(str(exc), 200))
@@ -333,6 +342,9 @@ class ReaderLoop:
                 0, lambda: self._abort(failure, code=1002, close_reason="Bad server_info", only=transport)
             )
             return False
+        info = reading.info
+        if reading.ignored:
+            self._log.warning("server_info: ignored unusable optional fields: %s", preview(", ".join(reading.ignored)))
         if self._handshaken:
             self._server_info = info  # a later server_info updates the cache, not the host kind
             return False

@@ -1,8 +1,8 @@
 """Transports: how frames reach the daemon.
 
 ``Transport`` is the protocol the connection supervisor uses; ``WebSocketTransport``
-is the real one (websocket-client) and ``MemoryTransport`` the in-memory one for tests.
-Names are imported on first use.
+is the real one (its upgrade ruled by ``handshake_policy``) and ``MemoryTransport`` the
+in-memory one for tests. Names are imported on first use.
 """
 
 from __future__ import annotations

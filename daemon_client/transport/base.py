@@ -32,6 +32,15 @@ class TransportClosed(TransportError):
         super().__init__(f"closed ({code}{': ' + reason if reason else ''})" if code else "connection dropped")
 
 
+class ProtocolViolation(TransportError):
+    """The peer broke RFC 6455: the connection must fail with close ``code`` (1002, or 1007
+    for a close reason that is not UTF-8). The transport sends that close frame itself."""
+
+    def __init__(self, message: str, code: int = 1002) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class FrameRejected(TransportError):
     """One inbound frame could not be used (invalid UTF-8, binary, too large).
 

@@ -1,8 +1,8 @@
 """Unix-socket connections for :class:`~daemon_client.transport.websocket.WebSocketTransport`.
 
-A daemon listening on a unix socket is reached by opening the socket here and handing it to
-websocket-client, which then performs the upgrade over it (its ``socket=`` option). Everything
-after that (frames, timeouts, ``abort``, ``close``) is the TCP code path. Runs on the thread
+A daemon listening on a unix socket is reached by opening the socket here; the upgrade
+(:mod:`daemon_client.transport.upgrade`) then runs over it. Everything after that (frames,
+timeouts, ``abort``, ``close``) is the TCP code path. Runs on the thread
 that calls ``connect`` (the client's reader thread).
 """
 

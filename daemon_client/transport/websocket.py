@@ -1,110 +1,130 @@
-"""The real transport: a WebSocket over websocket-client (``ws://``, ``wss://``, unix sockets).
+"""The real transport: a WebSocket over a socket (``ws://``, ``wss://``, unix sockets).
 
-websocket-client opens the connection (TLS, upgrade, subprotocols, headers; no ``Origin``
-header) and writes frames; inbound frames are read by :class:`FrameReader` through one
-large buffer. Text frames are decoded with Python's strict UTF-8 codec (the same safety
-as websocket-client's pure-Python validator at a fraction of the cost). ``recv`` runs on
-the client's reader thread; ``send_text`` on any thread (serialised here too, since the
-reader answers pings and echoes close frames); ``abort`` and ``close`` on any thread.
+The connection is opened by :mod:`daemon_client.transport.upgrade` under the rules of
+:mod:`daemon_client.transport.handshake_policy` (no redirects, no cookies, no extensions,
+bounded answer, no ``Origin`` header). Outbound frames are built (and masked) with
+websocket-client's ``ABNF``; inbound frames are read by :class:`FrameReader` through one
+large buffer. Text frames are decoded with Python's strict UTF-8 codec.
+
+RFC 6455 failures: a frame that breaks the protocol (reserved bits or opcodes, bad control
+frames, a stray continuation, a masked frame, a bad close frame) fails the connection with
+close 1002 (1007 for a close reason that is not UTF-8); a close frame is answered with the
+same code, or with an empty close frame when it carried none (1005 is never sent).
+
+``recv`` runs on the client's reader thread; ``send_text`` on any thread (serialised here
+too, since the reader answers pings and close frames); ``abort`` and ``close`` on any thread.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
-import struct
 import threading
-from typing import Any
+import time
 
 import websocket as wsc
 
 from daemon_client.transport.base import (
     ConnectParams,
     FrameRejected,
+    ProtocolViolation,
     TransportClosed,
     TransportError,
 )
-from daemon_client.transport.frames import OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, FrameReader
-from daemon_client.transport.unix import open_unix_socket
+from daemon_client.transport.frames import (
+    OP_BINARY,
+    OP_CLOSE,
+    OP_PING,
+    OP_PONG,
+    OP_TEXT,
+    FrameReader,
+    close_payload,
+    parse_close,
+)
+from daemon_client.transport.handshake_policy import HandshakeLimits, HandshakeRefused, parse_target
+from daemon_client.transport.upgrade import open_websocket
 
-_OP_TEXT = wsc.ABNF.OPCODE_TEXT
+_LINGER_SECONDS = 1.0  # after failing a connection: how long the peer may take to close
 
 
-def _parse_close(data: bytes) -> TransportClosed:
-    if len(data) >= 2:
-        (code,) = struct.unpack("!H", data[:2])
-        return TransportClosed(code, data[2:].decode("utf-8", errors="replace"))
-    return TransportClosed(1005, "")
+def _frame(payload: bytes | str, opcode: int) -> bytes:
+    return bytes(wsc.ABNF.create_frame(payload, opcode).format())
 
 
 class WebSocketTransport:
-    """A :class:`~daemon_client.transport.base.Transport` over websocket-client."""
+    """A :class:`~daemon_client.transport.base.Transport` over a plain or TLS socket."""
 
-    def __init__(self) -> None:
-        self._ws = wsc.WebSocket(skip_utf8_validation=True, enable_multithread=False)
-        self._max_frame_bytes: int | None = None
+    def __init__(self, limits: HandshakeLimits | None = None) -> None:
+        self._limits = limits
+        self._sock: socket.socket | None = None
         self._reader: FrameReader | None = None
+        self._subprotocol: str | None = None
         self._send_lock = threading.Lock()
         self._close_lock = threading.Lock()
         self._closed = False
-        self._own_socket: socket.socket | None = None  # a unix socket, until websocket-client holds it
+        self._connected = False
 
     @property
     def selected_subprotocol(self) -> str | None:
-        headers = self._ws.getheaders() if self._ws.connected else None
-        value = headers.get("sec-websocket-protocol") if headers else None
-        return str(value) if value is not None else None
+        return self._subprotocol
+
+    def _adopt(self, sock: socket.socket) -> None:
+        """Upgrade thread: make ``sock`` reachable by ``abort()``; refuse it after an abort."""
+        with self._close_lock:
+            closed = self._closed
+            if not closed:
+                self._sock = sock
+        if closed:
+            with contextlib.suppress(OSError):
+                sock.close()
+            raise TransportClosed(None, "the connection was aborted")
 
     def connect(self, params: ConnectParams) -> None:
-        self._max_frame_bytes = params.max_frame_bytes
-        headers = [f"{name}: {value}" for name, value in params.headers.items()]
-        if params.subprotocols:  # as a plain header: websocket-client would log a mismatch, password and all
-            headers.append(f"Sec-WebSocket-Protocol: {', '.join(params.subprotocols)}")
-        if params.ssl_context is not None:
-            self._ws = wsc.WebSocket(
-                sslopt={"context": params.ssl_context}, skip_utf8_validation=True, enable_multithread=False
-            )
         try:
-            options: dict[str, Any] = {}
-            if params.unix_socket is not None:
-                options["socket"] = self._open_unix(params.unix_socket, params.timeout)
-            self._ws.connect(  # type: ignore[no-untyped-call]
-                params.url,
-                header=headers,
+            target = parse_target(params.url, ssl_context=params.ssl_context)
+        except ValueError as exc:
+            raise TransportError(str(exc)) from None
+        try:
+            upgraded = open_websocket(
+                target,
+                unix_path=params.unix_socket,
                 timeout=params.timeout,
-                suppress_origin=True,
-                **options,
+                headers=params.headers,
+                subprotocols=params.subprotocols,
+                ssl_context=params.ssl_context,
+                adopt=self._adopt,
+                limits=self._limits,
             )
-            self._ws.settimeout(None)  # liveness is the heartbeat's job, not the socket's
-            sock = self._ws.sock
-            if sock is None:
-                raise TransportError("the connection closed during the upgrade")
-            self._reader = FrameReader(sock, params.max_frame_bytes)
-        except wsc.WebSocketBadStatusException as exc:
+            upgraded.sock.settimeout(None)  # liveness is the heartbeat's job, not the socket's
+        except (HandshakeRefused, TransportClosed):
             self.abort()
-            raise TransportError(f"the server refused the WebSocket upgrade (HTTP {exc.status_code})") from exc
-        except (TimeoutError, wsc.WebSocketTimeoutException) as exc:
+            raise
+        except TimeoutError as exc:
             self.abort()
             raise TimeoutError(f"no WebSocket connection within {params.timeout:g} s") from exc
-        except (OSError, wsc.WebSocketException, ValueError) as exc:
+        except (OSError, ValueError) as exc:
             self.abort()
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
             raise TransportError(detail) from exc
+        self._subprotocol = upgraded.subprotocol
+        self._reader = FrameReader(upgraded.sock, params.max_frame_bytes, initial=upgraded.rest, refuse_masked=True)
+        self._connected = True
 
-    def _open_unix(self, path: str, timeout: float) -> socket.socket:
-        sock = open_unix_socket(path, timeout)
-        with self._close_lock:
-            self._own_socket = sock
-            aborted = self._closed
-        if aborted:
-            raise TransportError("aborted while connecting")
-        return sock
+    def _send(self, data: bytes, *, closing: bool = False) -> None:
+        """Write one frame. Once a close frame is on its way (``_closed`` is set before it is
+        written, under the same send lock) no data frame may follow it (RFC 6455 5.5.1)."""
+        sock = self._sock
+        if sock is None or not self._connected:
+            raise TransportClosed(None, "not connected")
+        with self._send_lock:
+            if self._closed and not closing:
+                raise TransportClosed(None, "the connection is closing")
+            sock.sendall(data)
 
     def send_text(self, text: str) -> None:
         try:
-            with self._send_lock:
-                self._ws.send(text, _OP_TEXT)
-        except (OSError, wsc.WebSocketException) as exc:
+            self._send(_frame(text, OP_TEXT))
+        except OSError as exc:
             raise TransportClosed(None, f"send failed: {exc}") from exc
 
     def recv(self) -> str:
@@ -112,24 +132,56 @@ class WebSocketTransport:
         if reader is None:
             raise TransportError("not connected")
         while True:
-            opcode, data = reader.next_message()
+            try:
+                opcode, data = reader.next_message()
+                closing = parse_close(data) if opcode == OP_CLOSE else None
+            except ProtocolViolation as exc:
+                self._fail(exc)
+                raise
             if opcode == OP_TEXT:
                 try:
                     return data.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     raise FrameRejected(f"text frame is not valid UTF-8 ({exc.reason})", preview=data[:200]) from None
-            if opcode == OP_CLOSE:
-                closed = _parse_close(data)
-                with contextlib.suppress(OSError, wsc.WebSocketException), self._send_lock:
-                    self._ws.send_close(closed.code or 1000)
-                raise closed
+            if closing is not None:
+                self._answer_close(closing[0])
+                raise TransportClosed(*closing)
             if opcode == OP_PING:
-                with contextlib.suppress(OSError, wsc.WebSocketException), self._send_lock:
-                    self._ws.pong(data)
+                with contextlib.suppress(OSError, TransportError):
+                    self._send(_frame(data, OP_PONG))
                 continue
             if opcode == OP_BINARY:
                 raise FrameRejected(f"binary frame of {len(data)} bytes ignored", preview=data[:200], binary=True)
             # a pong: nothing to do
+
+    def _answer_close(self, code: int) -> None:
+        """Reader thread: echo the peer's close code (an empty close frame when it sent none)."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        with contextlib.suppress(OSError, TransportError):
+            self._send(_frame(close_payload(code), OP_CLOSE), closing=True)
+
+    def _fail(self, violation: ProtocolViolation) -> None:
+        """Reader thread: _Fail the WebSocket Connection_ (RFC 6455 7.1.7): send close with the
+        violation's code, stop writing, and give the peer a moment to close before dropping."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        sock = self._sock
+        if sock is None:
+            return
+        with contextlib.suppress(OSError, TransportError):
+            self._send(_frame(close_payload(violation.code, str(violation)), OP_CLOSE), closing=True)
+        deadline = time.monotonic() + _LINGER_SECONDS
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+            while (left := deadline - time.monotonic()) > 0:  # discard until the peer closes
+                sock.settimeout(left)
+                if not sock.recv(65536):
+                    break
 
     def has_buffered_data(self) -> bool:
         """True when more received bytes wait to be read (a burst is in progress)."""
@@ -138,8 +190,8 @@ class WebSocketTransport:
     def abort(self) -> None:
         with self._close_lock:
             self._closed = True
-            own = self._own_socket
-        for sock in {id(s): s for s in (self._ws.sock, own) if s is not None}.values():
+            sock = self._sock
+        if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
@@ -150,7 +202,7 @@ class WebSocketTransport:
             if self._closed:
                 return
             self._closed = True
-        if self._ws.connected:
-            with contextlib.suppress(OSError, wsc.WebSocketException), self._send_lock:
-                self._ws.send_close(code, reason.encode("utf-8"))
+        if self._connected:
+            with contextlib.suppress(OSError, TransportError):
+                self._send(_frame(close_payload(code, reason), OP_CLOSE), closing=True)
         self.abort()

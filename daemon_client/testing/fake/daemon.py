@@ -14,7 +14,7 @@ import itertools
 import ssl
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -48,6 +48,7 @@ from daemon_client.testing.fake.projects import FakeProjects
 from daemon_client.testing.fake.providers import FakeProviders
 from daemon_client.testing.fake.runs.runs import FakeRuns
 from daemon_client.testing.fake.timeline.store import FakeTimeline, TimelineSubscription
+from daemon_client.testing.fake.upgrade import check_listen
 from daemon_client.transport.base import TransportClosed, TransportError
 from daemon_client.transport.memory import MemoryServerEnd, MemoryTransport
 
@@ -101,6 +102,8 @@ class FakeDaemon:
         features: Mapping[str, bool] | None = None,
         hello_timeout: float = 15.0,
         session_ttl: float = 90.0,
+        hostnames: Sequence[str] = (),
+        cors_origins: Sequence[str] = (),
     ) -> None:
         self.config = FakeConfig(
             host_kind=host_kind,
@@ -111,6 +114,8 @@ class FakeDaemon:
             features=dict(features) if features is not None else None,
             hello_timeout=hello_timeout,
             session_ttl=session_ttl,
+            hostnames=tuple(hostnames),
+            cors_origins=tuple(cors_origins),
         )
         self.registry: HandlerRegistry = default_registry()
         self.core = DaemonCore(self.config, self.registry, self)
@@ -203,15 +208,27 @@ class FakeDaemon:
         *,
         ssl_context: ssl.SSLContext | None = None,
         unix_path: str | None = None,
+        allow_insecure_password: bool = False,
     ) -> str:
         """Start the loopback server (idempotent) and return its ``ws://host:port/ws`` URL.
 
         With a server ``ssl_context`` it speaks TLS and returns a ``wss://`` URL. With
         ``unix_path`` it listens on that unix socket instead and returns ``unix:///path``
-        (a stale socket file there is replaced; the file is removed when it stops).
+        (a stale socket file there is replaced; the file is removed when it stops). Like the
+        real daemon it answers 403 to a ``Host`` or ``Origin`` it does not accept
+        (``hostnames``, ``cors_origins``). On an address that is not loopback it logs a
+        WARNING, and refuses (``ValueError``) to serve a password without TLS unless
+        ``allow_insecure_password``.
         """
         if self._closed:
             raise RuntimeError("the fake daemon is closed")
+        if unix_path is None:
+            check_listen(
+                host,
+                password=self.config.password is not None,
+                tls=ssl_context is not None,
+                allow_insecure_password=allow_insecure_password,
+            )
         return self._loopback.start(host, port, ssl_context, unix_path)
 
     @property

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import logging
 import os
 import socket
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon_client.testing.fake.engine.connection import FakeConnection, SocketClosed, run_connection
 from daemon_client.testing.fake.engine.core import DaemonCore
+from daemon_client.testing.fake.upgrade import upgrade_refusal
 
 if TYPE_CHECKING:
     from websockets.http11 import Request, Response
@@ -43,10 +45,36 @@ Address = tuple[str, int] | str
 """``(host, port)`` of a TCP listener, or the path of a unix socket."""
 
 
+_CREDENTIAL_MARKERS = (b'"auth"', b"password", b"paseo.bearer.", b"authorization")
+
+
+def _redacted_frame(frame: Any) -> Any:
+    """A websockets ``Frame`` for the frame log: as it is, unless its payload may carry credentials
+    (the hello's ``auth``), which is then shown with the password replaced (or not at all)."""
+    data = bytes(frame.data)
+    if not any(marker in data.lower() for marker in _CREDENTIAL_MARKERS):
+        return frame
+    name = getattr(frame.opcode, "name", frame.opcode)
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        decoded = None
+    auth = decoded.get("auth") if isinstance(decoded, dict) else None
+    if isinstance(auth, dict) and set(auth) <= {"kind", "password"}:
+        decoded["auth"] = {**auth, "password": "***"}
+        shown = json.dumps(decoded, separators=(",", ":"))
+        return f"{name} {shown[:300]} [{len(data)} bytes, password redacted]"
+    return f"{name} [{len(data)} bytes, redacted: may carry credentials]"
+
+
 class _NoCredentials(logging.Filter):
-    """Drops websockets' header lines that carry credentials (Authorization, bearer subprotocol)."""
+    """Keeps credentials out of websockets' logs: drops header lines that carry them
+    (Authorization, bearer subprotocol) and redacts the hello's ``auth`` in the frame log."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(hasattr(a, "opcode") and hasattr(a, "data") for a in args):
+            record.args = tuple(_redacted_frame(a) if hasattr(a, "opcode") and hasattr(a, "data") else a for a in args)
         text = record.getMessage().lower()
         return "authorization" not in text and "paseo.bearer." not in text
 
@@ -202,6 +230,16 @@ class LoopbackFrontend:
             self._sockets.append(ws)
         if request.path.split("?", 1)[0] != "/ws":
             return ws.respond(404, "Not Found\n")
+        config = self._core.config
+        refusal = upgrade_refusal(
+            request.headers.get("Host"),
+            request.headers.get("Origin"),
+            hostnames=config.hostnames,
+            cors_origins=config.cors_origins,
+        )
+        if refusal is not None:
+            _log.info("fake daemon: upgrade refused with 403: %s", refusal)
+            return ws.respond(403, f"Forbidden: {refusal}\n")
         if self._core.refusing():
             return ws.respond(503, "Service Unavailable\n")
         return None

@@ -85,6 +85,10 @@ class FakeConfig:
     features: Mapping[str, bool] | None = None
     hello_timeout: float = 15.0
     session_ttl: float = 90.0
+    hostnames: tuple[str, ...] = ()
+    """Host names accepted in the ``Host`` header besides localhost and IP literals (protocol.md 1.1)."""
+    cors_origins: tuple[str, ...] = ()
+    """Origins accepted besides one naming the ``Host`` itself."""
 
     @property
     def effective_version(self) -> str:
