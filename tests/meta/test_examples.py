@@ -204,6 +204,7 @@ def test_my_code_passes_under_pytest() -> None:
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"\b\d+ passed\b", done.stdout), done.stdout
+    assert not re.search(r"\b(skipped|xfailed|xpassed|deselected)\b", done.stdout), done.stdout
 
 
 @pytest.fixture

@@ -1,0 +1,73 @@
+"""The documentation site's own pages and links (docs/_tooling/hooks.py): the README, the
+CHANGELOG and every example are pages of the site, and a relative link written for the
+repository leads to the page that shows its target. ``mkdocs build --strict`` in .ci/run
+checks the whole site; these checks need no MkDocs."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def hooks() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "_tooling" / "hooks.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_links_lead_to_site_pages(hooks: ModuleType) -> None:
+    markdown = (
+        "[guide](docs/guide.md#connecting) · [API](docs/api/index.md) · [examples](examples/) · [log](CHANGELOG.md)"
+    )
+    assert hooks.rewrite_links(markdown, "readme.md") == (
+        "[guide](guide.md#connecting) · [API](api/index.md) · [examples](examples/index.md) · [log](changelog.md)"
+    )
+
+
+def test_links_from_pages_in_folders_are_relative_to_them(hooks: ModuleType) -> None:
+    assert hooks.rewrite_links("[README](../README.md)", "index.md") == "[README](readme.md)"
+    assert hooks.rewrite_links("[guide](../guide.md#connecting)", "api/client.md") == "[guide](../guide.md#connecting)"
+    assert hooks.rewrite_links("[README](../../README.md)", "api/client.md") == "[README](../readme.md)"
+    assert hooks.rewrite_links("[run](../examples/run_prompt.py)", "guide.md") == "[run](examples/run_prompt.md)"
+
+
+def test_other_links_are_left_alone(hooks: ModuleType) -> None:
+    unchanged = [
+        "[Paseo](https://github.com/getpaseo/paseo)",
+        "[below](#connecting)",
+        "[setup](setup.cfg)",  # not on the site: the strict build reports it
+        "```md\n[guide](docs/guide.md)\n```\n",
+    ]
+    for markdown in unchanged:
+        assert hooks.rewrite_links(markdown, "readme.md") == markdown
+
+
+def test_every_relative_link_of_the_readme_has_a_page(hooks: ModuleType) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)", readme)
+    local = [target for target in targets if "://" not in target]
+    assert local, readme
+    assert [target for target in local if hooks.site_path(target.rstrip("/") or target) is None] == []
+
+
+def test_every_example_has_a_page_with_its_source(hooks: ModuleType) -> None:
+    examples = sorted(path.name for path in (ROOT / "examples").iterdir() if path.suffix in {".py", ".sh"})
+    assert sorted(path.name for path in hooks.example_files()) == examples
+    index = hooks.examples_index()
+    for path in hooks.example_files():
+        page = hooks.example_page(path)
+        assert page.startswith(f"# `{path.name}`\n"), page[:80]
+        assert path.read_text(encoding="utf-8").rstrip("\n") in page
+        assert f"]({path.stem}.md)" in index
+    assert "](../images/tk-example.png)" in hooks.example_page(ROOT / "examples" / "tk_agents.py")
+    assert all((ROOT / "docs" / image).is_file() for image, _alt in hooks.SCREENSHOTS.values())
