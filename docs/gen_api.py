@@ -30,7 +30,7 @@ import attrs
 
 API_PATH = Path(__file__).resolve().parent / "api.md"
 MODULES = ("daemon_client", "daemon_client.testing")
-CONSTRUCTED = frozenset({"Client", "FakeDaemon", "RecordingHandler"})
+CONSTRUCTED = frozenset({"Client", "FakeDaemon", "FakeRelay", "RecordingHandler"})
 """Plain (non-attrs) classes that users construct themselves: their constructor is shown."""
 PROTOCOLS = (("__call__", "calling it"), ("__iter__", "iteration"), ("__len__", "`len()`"), ("__enter__", "`with`"))
 WIDTH = 88
