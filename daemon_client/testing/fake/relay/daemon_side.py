@@ -138,6 +138,7 @@ class RelayAttachment:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._control_up = threading.Event()
+        self._wake = threading.Event()  # set by restart() and close(): the downtime changed
         self._resume_at = 0.0
         self._control: ClientConnection | None = None
         self._data: dict[str, ClientConnection | None] = {}  # None: being opened
@@ -179,6 +180,7 @@ class RelayAttachment:
             self._resume_at = time.monotonic() + downtime
             sockets = [self._control, *self._data.values()]  # None entries are skipped below
         self._control_up.clear()
+        self._wake.set()
         for ws in sockets:
             if ws is not None:
                 with contextlib.suppress(OSError):
@@ -257,16 +259,19 @@ class RelayAttachment:
         return ws
 
     def _wait_before_dialling(self) -> bool:
-        """Sleep out a restart's downtime (and the reconnect delay); ``False`` once stopping."""
-        while not self._stop.is_set():
+        """Sleep out the reconnect delay and a restart's downtime (a later :meth:`restart` may
+        shorten it); ``False`` once stopping."""
+        if self._stop.wait(self._reconnect_delay):
+            return False
+        while True:
             with self._lock:
-                wait = max(self._reconnect_delay, self._resume_at - time.monotonic())
-            if self._stop.wait(wait):
+                remaining = self._resume_at - time.monotonic()
+            if remaining <= 0:
+                return not self._stop.is_set()
+            self._wake.wait(remaining)
+            self._wake.clear()
+            if self._stop.is_set():
                 return False
-            with self._lock:
-                if time.monotonic() >= self._resume_at:
-                    return True
-        return False
 
     def _run_control(self) -> None:
         """``…-control`` thread: keep the control socket attached; open data sockets on demand."""

@@ -70,6 +70,7 @@ class FakeRelay:
 
     def __init__(self, *, buffer_limit: int = DEFAULT_BUFFER_LIMIT, record: bool = True) -> None:
         self._forwarded: list[ForwardedFrame] = []
+        self._requests: list[tuple[str, dict[str, str]]] = []
         self._tables = RelayTables(buffer_limit, self._forwarded.append if record else None)
         self._lock = threading.Lock()
         self._attached = threading.Condition(self._lock)
@@ -117,8 +118,21 @@ class FakeRelay:
     def clear_forwarded(self) -> None:
         self._forwarded.clear()
 
+    @property
+    def requests(self) -> list[tuple[str, dict[str, str]]]:
+        """``(path with query, headers)`` of every upgrade request, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
     def connection_ids(self, server_id: str) -> list[str]:
         """The connections with at least one client socket in the room of ``server_id``."""
+        return self._tables.connection_ids(server_id)
+
+    def wait_for_clients(self, server_id: str, count: int = 1, timeout: float = 5.0) -> list[str]:
+        """Block until ``server_id`` has at least ``count`` client connections; return their IDs."""
+        with self._attached:
+            if not self._attached.wait_for(lambda: len(self._tables.connection_ids(server_id)) >= count, timeout):
+                raise TimeoutError(f"fewer than {count} client connection(s) for {server_id!r} after {timeout:g} s")
         return self._tables.connection_ids(server_id)
 
     def wait_for_daemon(self, server_id: str, timeout: float = 5.0) -> None:
@@ -224,6 +238,7 @@ class FakeRelay:
         with self._lock:
             self._sockets = [w for w in self._sockets if w.recv_events_thread.is_alive()]
             self._sockets.append(ws)
+            self._requests.append((request.path, dict(request.headers.raw_items())))
         if urlsplit(request.path).path == "/health":
             return ws.respond(200, '{"status":"ok"}')
         refusal = _refusal(request.path)
@@ -243,6 +258,8 @@ class FakeRelay:
 
     def _serve_client(self, ws: ServerConnection, server_id: str, given: str | None) -> None:
         cid = self._tables.add_client(server_id, ws, given)
+        with self._attached:
+            self._attached.notify_all()
         try:
             self._pump(ws, lambda message: self._tables.from_client(server_id, cid, message))
         finally:
@@ -251,8 +268,8 @@ class FakeRelay:
                 self._close_later(data, 1001, "Client disconnected")
 
     def _serve_control(self, ws: ServerConnection, server_id: str) -> None:
+        old = self._tables.attach_control(server_id, ws)
         with self._attached:
-            old = self._tables.attach_control(server_id, ws)
             self._attached.notify_all()
         if old is not None:
             self._close_later(old, 1008, "Replaced by new connection")
