@@ -211,6 +211,7 @@ class FakeRelay:
             compression=None,
             ping_interval=None,
             max_size=None,
+            max_queue=None,  # let the event reader run ahead: far fewer thread switches per frame
             open_timeout=5.0,
             close_timeout=2.0,
             logger=logging.getLogger("daemon_client.testing.fake.relay.websockets"),
