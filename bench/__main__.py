@@ -25,6 +25,7 @@ from bench.measures import (
     timed,
 )
 from bench.measures_load import reconnect_restore, rss_growth, slow_consumer
+from bench.measures_relay import relay_stream_throughput
 
 SIZES = {
     "quick": {"stream": 20_000, "latency": 300, "subs": 1000, "rss": 100_000, "slow": 2_000, "restore": 100},
@@ -36,6 +37,7 @@ SIZES = {
 def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
     return [
         lambda: stream_throughput(size["stream"]),
+        lambda: relay_stream_throughput(size["stream"]),
         lambda: request_latency(size["latency"]),
         lambda: routing_scale(size["stream"]),
         lambda: reconnect_restore(size["restore"]),

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from daemon_client.config import Heartbeat as Heartbeat
     from daemon_client.config import ReconnectPolicy as ReconnectPolicy
     from daemon_client.discovery import DaemonTarget as DaemonTarget
+    from daemon_client.discovery import RelayTarget as RelayTarget
     from daemon_client.discovery import Resolution as Resolution
     from daemon_client.discovery import TargetKind as TargetKind
     from daemon_client.errors import AgentCreateError as AgentCreateError
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
     from daemon_client.errors import ConnectTimeout as ConnectTimeout
     from daemon_client.errors import DaemonClientError as DaemonClientError
     from daemon_client.errors import InsecureCredentials as InsecureCredentials
+    from daemon_client.errors import MissingExtra as MissingExtra
     from daemon_client.errors import NotConnected as NotConnected
+    from daemon_client.errors import PairingError as PairingError
     from daemon_client.errors import ProtocolError as ProtocolError
     from daemon_client.errors import ProtocolVersionError as ProtocolVersionError
     from daemon_client.errors import ProvidersNotReady as ProvidersNotReady
@@ -109,6 +112,7 @@ if TYPE_CHECKING:
     from daemon_client.subscriptions.timeline import TimelineSubscription as TimelineSubscription
     from daemon_client.timeline import AgentTimeline as AgentTimeline
     from daemon_client.timeline import TimelineStream as TimelineStream
+    from daemon_client.transport.relay import RelayStats as RelayStats
     from daemon_client.workspaces import WorkspaceHandle as WorkspaceHandle
 
 _LAZY: dict[str, str] = {
@@ -138,6 +142,7 @@ _LAZY: dict[str, str] = {
     "DEFAULT_URL": "daemon_client.config",
     "DaemonClientError": "daemon_client.errors",
     "DaemonTarget": "daemon_client.discovery",
+    "MissingExtra": "daemon_client.errors",
     "DirectoryMessage": "daemon_client.protocol.directory",
     "DirectoryObservation": "daemon_client.subscriptions.directory",
     "ErrorItem": "daemon_client.protocol.timeline",
@@ -146,6 +151,7 @@ _LAZY: dict[str, str] = {
     "HostKind": "daemon_client.protocol.hosts",
     "InsecureCredentials": "daemon_client.errors",
     "NotConnected": "daemon_client.errors",
+    "PairingError": "daemon_client.errors",
     "Notification": "daemon_client.protocol.timeline",
     "Page": "daemon_client.protocol.directory",
     "PageInfo": "daemon_client.protocol.directory",
@@ -166,6 +172,8 @@ _LAZY: dict[str, str] = {
     "ProvidersNotReady": "daemon_client.errors",
     "Reasoning": "daemon_client.protocol.timeline",
     "ReconnectPolicy": "daemon_client.config",
+    "RelayStats": "daemon_client.transport.relay",
+    "RelayTarget": "daemon_client.discovery",
     "Replacement": "daemon_client.protocol.timeline",
     "RequestTimeout": "daemon_client.errors",
     "Resolution": "daemon_client.discovery",

@@ -26,7 +26,7 @@ from daemon_client.config import (
     password_from_env,
 )
 from daemon_client.credentials import check_auth_header, plan_credentials
-from daemon_client.discovery import Resolution, TargetKind, TargetSource, resolve
+from daemon_client.discovery import RelayTarget, Resolution, TargetKind, TargetSource, resolve
 from daemon_client.namespaces import Namespaces
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
@@ -39,6 +39,7 @@ from daemon_client.runtime.requests import RequestTable
 from daemon_client.runtime.timers import TimerThread
 from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
+from daemon_client.transport.relay import RelayStats, RelayTransportFactory
 from daemon_client.transport.websocket import WebSocketTransport
 
 if TYPE_CHECKING:
@@ -57,12 +58,15 @@ class Client:
     Args:
         url: the daemon's address: ``ws://host:port/ws`` (or ``wss://``), ``host:port``, a
             port, ``/path/to.sock`` or ``unix:///path``, ``tcp://host:port?ssl=true&password=…``
-            (``pipe://name`` is parsed but cannot be dialled). Default: found the way Paseo's
+            (``pipe://name`` is parsed but cannot be dialled), a pairing-offer link
+            (``https://app.paseo.sh/#offer=…``) or a :class:`RelayTarget` for a daemon behind a
+            Paseo relay (needs the ``relay`` extra). Default: found the way Paseo's
             CLI finds it (``PASEO_HOST``, ``PASEO_LISTEN``, ``$PASEO_HOME/paseo.pid``, the
             daemon's config, ``localhost:6767``), and found again before every reconnect;
             ``PASEO_URL`` is not read. Raises ``ValueError`` for a malformed address.
         password: the daemon's password. Default: the ``password=`` of a ``tcp://`` address,
-            else ``PASEO_PASSWORD``, else none.
+            else ``PASEO_PASSWORD``, else none. Never sent through a relay (the pairing offer
+            is the credential there).
         client_id: the id the daemon keys this client's session by; unique per
             instance and stable across its reconnects. Default ``daemon-client-<uuid4>``.
         app_version: the Paseo version announced in ``hello`` (not this package's).
@@ -75,7 +79,8 @@ class Client:
         on_callback_error: called with every exception a callback raises.
         strict: keep callback errors and raise them from :meth:`raise_callback_errors`
             and :meth:`close` (for tests).
-        transport_factory: makes the transport of each connection attempt.
+        transport_factory: makes the transport of each connection attempt (through a relay:
+            the socket to the relay, which the client wraps in its encryption).
         ssl_context: the TLS settings of a ``wss://`` URL (e.g. a pinned CA); refused
             with a ``ws://`` URL. Default: the system's trusted CAs, hostname checked.
         max_frame_bytes: inbound frames larger than this are skipped.
@@ -89,7 +94,7 @@ class Client:
 
     def __init__(
         self,
-        url: str | None = None,
+        url: str | RelayTarget | None = None,
         *,
         password: str | None = None,
         client_id: str | None = None,
@@ -119,8 +124,18 @@ class Client:
             self._log.warning("%s", warning)
         self._name = next_name("daemon-client")
         resolution = resolve(url or None)
-        self._targets = TargetSource(resolution, resolve, self._log.getChild("discovery"))
+        factory: Callable[[], Transport] = transport_factory or WebSocketTransport
         password = password_from_env(password if password is not None else resolution.target.password)
+        self._relay: RelayTransportFactory | None = None
+        relay = resolution.target.relay
+        if relay is not None:
+            self._relay = factory = RelayTransportFactory(
+                factory, relay.daemon_public_key, logger=self._log.getChild("relay")
+            )
+            if password is not None:
+                self._log.info("the password is not sent through the relay: the pairing offer is the credential")
+                password = None
+        self._targets = TargetSource(resolution, resolve, self._log.getChild("discovery"))
         auth_header = check_auth_header(auth_header)
         target = resolution.target
         credentials = plan_credentials(
@@ -151,7 +166,7 @@ class Client:
             connect_timeout=connect_timeout,
             reconnect=reconnect or ReconnectPolicy(),
             heartbeat=heartbeat or Heartbeat(),
-            transport_factory=transport_factory or WebSocketTransport,
+            transport_factory=factory,
             ssl_context=ssl_context,
             max_frame_bytes=max_frame_bytes,
             rng=rng,
@@ -249,6 +264,11 @@ class Client:
         return self._targets.resolution
 
     @property
+    def relay_stats(self) -> RelayStats | None:
+        """Counters of the end-to-end-encrypted relay sockets; ``None`` for a direct connection."""
+        return self._relay.stats if self._relay is not None else None
+
+    @property
     def client_id(self) -> str:
         return self._client_id
 
@@ -335,7 +355,7 @@ class Client:
         return f"<Client {self.url} {self.state.value}>"
 
 
-def connect(url: str | None = None, *, timeout: float | None = None, **options: Any) -> Client:
+def connect(url: str | RelayTarget | None = None, *, timeout: float | None = None, **options: Any) -> Client:
     """Create a :class:`Client`, connect it, and return it (use it as a context manager)."""
     client = Client(url, **options)
     try:

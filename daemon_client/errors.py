@@ -139,6 +139,20 @@ class ProtocolVersionError(ProtocolError):
     """The daemon does not accept this client's protocol version (close 4003)."""
 
 
+class PairingError(DaemonClientError):
+    """A relay connection cannot work with this pairing offer: it is malformed, names an
+    unusable daemon key, or is stale (the daemon now has another key).
+
+    The client does not retry. Pair again: run ``paseo daemon pair`` on the daemon's machine
+    and use the new link.
+    """
+
+
+class MissingExtra(DaemonClientError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the
+    extra to install (e.g. ``pip install 'daemon-client[relay]'``)."""
+
+
 class UnsupportedByHost(DaemonClientError):
     """The call needs a daemon feature that this host lacks: update the host."""
 

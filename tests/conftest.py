@@ -58,7 +58,10 @@ class BackgroundConnect:
 
 @pytest.fixture
 def make_client() -> Iterator[Callable[..., Client]]:
-    """``make_client(fake, transport="memory", **options)``: a strict client, closed after the test."""
+    """``make_client(fake, transport="memory", **options)``: a strict client, closed after the test.
+
+    ``transport``: ``"memory"``, ``"loopback"``, or ``"relay"`` (through a fake relay, end-to-end
+    encrypted, given only the fake's pairing-offer link)."""
     clients: list[Client] = []
 
     def make(fake: FakeDaemon, transport: str = "memory", **options: object) -> Client:
@@ -67,6 +70,8 @@ def make_client() -> Iterator[Callable[..., Client]]:
         options.setdefault("connect_timeout", 5.0)
         if transport == "loopback":
             client = Client(fake.serve(), **options)  # type: ignore[arg-type]
+        elif transport == "relay":
+            client = Client(fake.serve_relay(), **options)  # type: ignore[arg-type]
         else:
             client = Client("ws://fake-daemon/ws", transport_factory=fake.transport_factory, **options)  # type: ignore[arg-type]
         clients.append(client)

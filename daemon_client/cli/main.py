@@ -187,6 +187,7 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
         kind = client.host_kind.value if client.host_kind else "unknown"
         out.write(
             f"connected to {client.url}\n"
+            f"reached  {client.resolution.target.describe()}\n"
             f"version  {info.version or 'unknown version'} on {info.hostname or 'unknown host'} ({info.server_id})\n"
             f"host     {kind}\nfeatures {describe_features(info.features)}\n"
             f"ping     {(client.ping().round_trip or 0) * 1000:.2f} ms\n"
@@ -293,7 +294,8 @@ def _connection_args(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--host",
         help="daemon address: host:port, PORT, /path.sock, unix:///path, tcp://host:port?ssl=true, "
-        "ws://host:port/ws (default: PASEO_HOST, PASEO_LISTEN, $PASEO_HOME/paseo.pid, config, localhost:6767)",
+        "ws://host:port/ws, or a pairing-offer link (https://app.paseo.sh/#offer=…, through the relay) "
+        "(default: PASEO_HOST, PASEO_LISTEN, $PASEO_HOME/paseo.pid, config, localhost:6767)",
     )
     where.add_argument("--url", dest="host", help="the same as --host")
     add_password_args(parser, what="the daemon's password (default: PASEO_PASSWORD)")

@@ -8,7 +8,9 @@ Forms (surrounding whitespace ignored):
 * ``tcp://host:port``, with the query keys ``ssl=true`` (TLS) and ``password=…`` only;
   userinfo (``user:pass@``) is refused, as Paseo's CLI does;
 * ``/path``, ``~/path`` or ``unix:///path``: a unix socket;
-* ``pipe://name`` or ``\\\\.\\pipe\\name``: a Windows named pipe (parsed, never dialled).
+* ``pipe://name`` or ``\\\\.\\pipe\\name``: a Windows named pipe (parsed, never dialled);
+* a pairing-offer link (anything holding ``#offer=``): a daemon behind a Paseo relay
+  (:mod:`~daemon_client.discovery.offer`).
 
 Pure functions and frozen values; any thread may call them.
 """
@@ -22,6 +24,8 @@ import socket
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
+
+from daemon_client.discovery.offer import RelayTarget, is_offer, parse_offer, redact_offer
 
 DEFAULT_PORT = 6767
 PIPE_PREFIX = "\\\\.\\pipe\\"
@@ -37,6 +41,7 @@ class TargetKind(enum.Enum):
     TCP = "tcp"
     UNIX = "unix"
     PIPE = "pipe"
+    RELAY = "relay"
 
 
 @attrs.frozen
@@ -45,9 +50,11 @@ class DaemonTarget:
 
     ``url`` is what :attr:`Client.url <daemon_client.Client.url>` reports and is itself a
     valid address: ``ws://…``/``wss://…`` for TCP, ``unix:///path`` for a unix socket,
-    ``pipe://name`` for a named pipe. ``ws_url`` is the URL of the WebSocket upgrade
-    (``ws://localhost/ws`` over a socket), ``path`` the socket or pipe path, and
-    ``password`` the one a ``tcp://…?password=`` address carries.
+    ``pipe://name`` for a named pipe. A relay target's ``url`` is only a label,
+    ``relay://endpoint/serverId``, and its ``relay`` holds the :class:`RelayTarget` (with the
+    daemon key, never shown). ``ws_url`` is the URL of the WebSocket upgrade
+    (``ws://localhost/ws`` over a socket, the relay URL through a relay), ``path`` the socket or
+    pipe path, and ``password`` the one a ``tcp://…?password=`` address carries.
     """
 
     kind: TargetKind
@@ -55,6 +62,21 @@ class DaemonTarget:
     ws_url: str
     path: str | None = None
     password: str | None = attrs.field(default=None, repr=False)
+    relay: RelayTarget | None = attrs.field(default=None, repr=False)
+
+    def describe(self) -> str:
+        """How the daemon is reached, in a few words (no credentials)."""
+        if self.relay is not None:
+            tls = "TLS" if self.relay.uses_tls else "no TLS"
+            return (
+                f"through the relay {self.relay.endpoint} ({tls}), end-to-end encrypted, "
+                f"to server {self.relay.server_id}"
+            )
+        if self.kind is TargetKind.UNIX:
+            return f"directly, over the unix socket {self.path}"
+        if self.kind is TargetKind.PIPE:
+            return f"directly, over the named pipe {self.path}"
+        return f"directly, WebSocket{' with TLS' if self.ws_url.lower().startswith('wss:') else ''} to {self.ws_url}"
 
     def unsupported(self) -> str | None:
         """Why this client cannot dial this target on this machine, or ``None`` if it can."""
@@ -100,6 +122,11 @@ def pipe_target(name: str) -> DaemonTarget:
     return DaemonTarget(TargetKind.PIPE, f"pipe://{short}", "ws://localhost/ws", PIPE_PREFIX + short)
 
 
+def relay_target(relay: RelayTarget) -> DaemonTarget:
+    """The target of a daemon behind a relay (see :class:`RelayTarget`)."""
+    return DaemonTarget(TargetKind.RELAY, relay.label, relay.ws_url, relay=relay)
+
+
 def _parse_tcp_uri(text: str) -> DaemonTarget:
     parts = urlsplit(text)
     if "@" in parts.netloc:
@@ -124,7 +151,8 @@ def _parse_tcp_uri(text: str) -> DaemonTarget:
 
 
 def _redact(text: str) -> str:
-    """``text`` with a ``password=`` value and userinfo hidden, for error messages."""
+    """``text`` with a ``password=`` value, userinfo and any fragment hidden, for error messages."""
+    text = re.sub(r"#.*", "#…", text)  # a fragment may be a mistyped pairing offer
     text = re.sub(r"(password=)[^&#]*", r"\1***", text)
     return re.sub(r"(://)[^/@]*@", r"\1***@", text)
 
@@ -138,6 +166,10 @@ def parse_target(text: str, *, listen: bool = False) -> DaemonTarget:
     raw = text.strip()
     if not raw:
         raise ValueError("empty daemon address")
+    if is_offer(raw):
+        if listen:
+            raise ValueError(f"{redact_offer(raw)!r}: a pairing offer is not a listen address")
+        return relay_target(parse_offer(raw))
     lower = raw.lower()
     if lower.startswith(("ws://", "wss://")):
         parts = urlsplit(raw)
@@ -167,13 +199,13 @@ def parse_target(text: str, *, listen: bool = False) -> DaemonTarget:
         scheme = raw.split("://", 1)[0]
         raise ValueError(
             f"{_redact(raw)!r}: unsupported scheme {scheme!r} "
-            "(use ws://, wss://, tcp://, unix:// or pipe://; relay pairing links are not supported)"
+            "(use ws://, wss://, tcp://, unix://, pipe:// or a pairing-offer link holding #offer=)"
         )
     match = _HOST_PORT.match(raw)
     if match is None:
         raise ValueError(
             f"{raw!r} is not a daemon address: expected host:port, a port, /path/to.sock, unix:///path, "
-            "pipe://name, tcp://host:port or ws://host:port/ws"
+            "pipe://name, tcp://host:port, ws://host:port/ws or a pairing-offer link"
         )
     host = match.group("v6") or match.group("host")
     if listen:

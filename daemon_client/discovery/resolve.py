@@ -1,6 +1,6 @@
 """Which daemon to connect to when no address is given: the order Paseo's own CLI follows.
 
-1. ``PASEO_HOST`` (any address form);
+1. ``PASEO_HOST`` (any address form, a pairing-offer link included);
 2. ``PASEO_LISTEN``, the address the daemon is told to listen on;
 3. ``listen`` (else ``sockPath``) of the running daemon's pid file ``$PASEO_HOME/paseo.pid``;
 4. ``daemon.listen`` of the daemon's config ``$PASEO_HOME/config.json``;
@@ -25,7 +25,8 @@ from typing import Any
 
 import attrs
 
-from daemon_client.discovery.hosts import DaemonTarget, parse_target
+from daemon_client.discovery.hosts import DaemonTarget, parse_target, relay_target
+from daemon_client.discovery.offer import RelayTarget, redact_offer
 
 DEFAULT_HOST = "localhost:6767"
 PID_FILE = "paseo.pid"
@@ -120,8 +121,9 @@ def _pid_gone(lock: Mapping[str, Any]) -> int | None:
 
 
 def _shown(raw: str, target: DaemonTarget) -> str:
-    """``raw`` as it may be logged: the target's URL instead when ``raw`` carries a password."""
-    return target.url if target.password else raw.strip()
+    """``raw`` as it may be logged: the target's URL instead when ``raw`` carries a password or
+    a pairing offer."""
+    return target.url if target.password or target.relay is not None else raw.strip()
 
 
 class _Search:
@@ -141,7 +143,7 @@ class _Search:
         try:
             target = parse_target(value, listen=listen)
         except ValueError as exc:
-            self.steps.append(Step(source, where, value, f"skipped: {exc}"))
+            self.steps.append(Step(source, where, redact_offer(value), f"skipped: {exc}"))
             return
         shown = _shown(value, target)
         if self.chosen is not None:
@@ -179,11 +181,15 @@ def _config_step(search: _Search, home: Path) -> None:
     search.offer("config", f"{path} (daemon.listen)", daemon.get("listen") if isinstance(daemon, dict) else None)
 
 
-def resolve(url: str | None = None, *, env: Mapping[str, str] | None = None) -> Resolution:
-    """Choose the daemon: ``url`` if given, else the order in the module docstring.
+def resolve(url: str | RelayTarget | None = None, *, env: Mapping[str, str] | None = None) -> Resolution:
+    """Choose the daemon: ``url`` (an address or a :class:`RelayTarget`) if given, else the
+    order in the module docstring.
 
     Raises ``ValueError`` when ``url`` or ``PASEO_HOST`` is not an address.
     """
+    if isinstance(url, RelayTarget):
+        target = relay_target(url)
+        return Resolution(target, "url", "given explicitly", True, (Step("url", "url", target.url, "used"),))
     if url is not None:
         target = parse_target(url)
         steps = (Step("url", "url", _shown(url, target), "used"),)

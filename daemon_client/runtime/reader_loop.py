@@ -40,7 +40,14 @@ from daemon_client.protocol.server_info import read_server_info
 from daemon_client.runtime.handshake import Failure, failure_for_close, failure_for_rejection
 from daemon_client.runtime.requests import settle
 from daemon_client.state import ConnectionState, StateListener
-from daemon_client.transport.base import ConnectParams, FrameRejected, Transport, TransportClosed, TransportError
+from daemon_client.transport.base import (
+    ConnectParams,
+    FrameRejected,
+    Transport,
+    TransportClosed,
+    TransportError,
+    TransportFailed,
+)
 
 if TYPE_CHECKING:
     from daemon_client.runtime.connection import ConnectionOptions
@@ -241,6 +248,8 @@ class ReaderLoop:
         except (TransportError, TimeoutError, OSError) as exc:
             if self._abort_failure is not None:
                 return self._abort_failure
+            if isinstance(exc, TransportFailed):  # the transport knows retrying cannot help
+                return Failure(exc.error, terminal=True)
             if isinstance(exc, TimeoutError):
                 return Failure(
                     ConnectTimeout(f"no WebSocket connection to {target.url} within {opts.connect_timeout:g} s")
@@ -276,6 +285,8 @@ class ReaderLoop:
                 if self._abort_failure is not None:
                     return self._abort_failure
                 return failure_for_close(exc.code, exc.reason, rejection=self._rejection, password=self._opts.password)
+            except TransportFailed as exc:
+                return self._abort_failure or Failure(exc.error, terminal=True)
             except TransportError as exc:
                 return self._abort_failure or Failure(ConnectionLost(f"Connection lost: {exc}"))
             if frame_log.isEnabledFor(logging.DEBUG):

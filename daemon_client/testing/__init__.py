@@ -1,8 +1,10 @@
 """Test helpers shipped to users: a fake daemon, recording handlers, thread-leak checks.
 
 ``FakeDaemon`` serves the daemon side of the protocol in memory (pass
-``transport_factory=fake.transport_factory`` to :class:`~daemon_client.Client`) or on a
-loopback port (``fake.serve()``, needs the ``test`` extra for ``websockets``). The pytest
+``transport_factory=fake.transport_factory`` to :class:`~daemon_client.Client`), on a
+loopback port (``fake.serve()``, needs the ``test`` extra for ``websockets``) or through a
+``FakeRelay``, end-to-end encrypted (``fake.serve_relay()`` returns a pairing-offer link; also
+needs the ``relay`` extra). The pytest
 plugin of this package adds the ``fake_daemon`` and ``fake_client`` fixtures.
 """
 
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from daemon_client.testing.fake.daemon import FakeDaemon as FakeDaemon
     from daemon_client.testing.fake.daemon import RequestContext as RequestContext
+    from daemon_client.testing.fake.relay.server import FakeRelay as FakeRelay
     from daemon_client.testing.recording import RecordingHandler as RecordingHandler
     from daemon_client.testing.threads import assert_no_new_threads as assert_no_new_threads
     from daemon_client.testing.threads import live_threads as live_threads
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "FakeDaemon": "daemon_client.testing.fake.daemon",
+    "FakeRelay": "daemon_client.testing.fake.relay.server",
     "RecordingHandler": "daemon_client.testing.recording",
     "RequestContext": "daemon_client.testing.fake.daemon",
     "assert_no_new_threads": "daemon_client.testing.threads",

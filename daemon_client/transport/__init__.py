@@ -18,6 +18,7 @@ from daemon_client.transport.base import (
     TransportClosed,
     TransportError,
     TransportFactory,
+    TransportFailed,
 )
 
 if TYPE_CHECKING:
@@ -48,5 +49,6 @@ __all__ = [
     "TransportClosed",
     "TransportError",
     "TransportFactory",
+    "TransportFailed",
     "WebSocketTransport",
 ]

@@ -13,6 +13,8 @@ from typing import Protocol
 
 import attrs
 
+from daemon_client.errors import DaemonClientError
+
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 
 
@@ -39,6 +41,15 @@ class ProtocolViolation(TransportError):
     def __init__(self, message: str, code: int = 1002) -> None:
         super().__init__(message)
         self.code = code
+
+
+class TransportFailed(TransportError):
+    """The transport knows that reconnecting cannot help: ``error`` is what the user must see
+    (the connection gives up with it instead of retrying)."""
+
+    def __init__(self, error: DaemonClientError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class FrameRejected(TransportError):

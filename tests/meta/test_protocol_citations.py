@@ -3,8 +3,7 @@
 Docstrings and comments cite sections as ``protocol.md 4.2``, ``protocol 1.6``,
 ``protocol.md sections 1.4 and 3``, ``protocol.md 4.4-4.6``, ``protocol.md 4.2, 4.3, 5.1``,
 ``protocol.md §7.5`` or ``protocol-surface.md 12.3`` (chapter 12 of the same file). A range
-cites each section in it. ``protocol-relay.md`` is not kept in ``docs/``, so citing it fails
-here until it is.
+cites each section in it. ``protocol-relay.md 5.3`` cites section 5.3 of ``docs/protocol-relay.md``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """``FakeDaemon``: a scriptable daemon side of the Paseo protocol for tests.
 
 The facade over the transport-neutral :class:`~daemon_client.testing.fake.engine.core.DaemonCore`
-and its two frontends: in memory (:attr:`FakeDaemon.transport_factory`, one
-``fake-daemon-mem-<n>`` reader thread per accepted connection) and on a real loopback port
-(:meth:`FakeDaemon.serve`, see :mod:`daemon_client.testing.fake.loopback`). Its methods are called
+and its three frontends: in memory (:attr:`FakeDaemon.transport_factory`, one
+``fake-daemon-mem-<n>`` reader thread per accepted connection), on a real loopback port
+(:meth:`FakeDaemon.serve`, see :mod:`daemon_client.testing.fake.loopback`) and through a
+relay, end-to-end encrypted (:meth:`FakeDaemon.serve_relay`, see
+:mod:`daemon_client.testing.fake.relay`). Its methods are called
 from the test thread; none of them holds the fake's lock while doing socket I/O, and
 :meth:`FakeDaemon.close` joins every thread the fake started (bounded joins).
 """
@@ -16,7 +18,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.testing.fake.directory.observations import DirectoryObservation, FakeDirectory
@@ -51,6 +53,10 @@ from daemon_client.testing.fake.timeline.store import FakeTimeline, TimelineSubs
 from daemon_client.testing.fake.upgrade import check_listen
 from daemon_client.transport.base import TransportClosed, TransportError
 from daemon_client.transport.memory import MemoryServerEnd, MemoryTransport
+
+if TYPE_CHECKING:
+    from daemon_client.testing.fake.relay.daemon_side import RelayAttachment
+    from daemon_client.testing.fake.relay.server import FakeRelay
 
 __all__ = [
     "DEFAULT_FEATURES",
@@ -147,6 +153,7 @@ class FakeDaemon:
         self._numbers = itertools.count(1)
         self._closed = False
         self._factory = _MemoryFactory(self)
+        self._relay: RelayAttachment | None = None
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -242,6 +249,42 @@ class FakeDaemon:
         """Block until the loopback server listens again after :meth:`restart` with downtime."""
         if not self._loopback.wait_serving(timeout):
             raise TimeoutError(f"the fake daemon was not listening again within {timeout:g} s")
+
+    # -- relay frontend ------------------------------------------------------------------------
+
+    def serve_relay(self, relay: FakeRelay | None = None) -> str:
+        """Attach to ``relay`` (default: a new :class:`FakeRelay` on loopback, closed with this
+        fake) as a daemon does, and return this fake's pairing-offer link. Idempotent.
+
+        Clients given the link connect through the relay, end-to-end encrypted; everything
+        else (scripting, ``received``, ``restart``) works as on the other frontends. Needs the
+        ``test`` and ``relay`` extras.
+        """
+        from daemon_client.testing.fake.relay.daemon_side import RelayAttachment
+        from daemon_client.testing.fake.relay.server import FakeRelay
+
+        if self._closed:
+            raise RuntimeError("the fake daemon is closed")
+        with self._lock:
+            attachment = self._relay
+            if attachment is None:
+                owned = relay is None
+                hub = relay if relay is not None else FakeRelay()
+                hub.start()
+                attachment = self._relay = RelayAttachment(self.core, hub, self.config.server_id, owns_relay=owned)
+                start = True
+            else:
+                start = False
+        if start:
+            attachment.start()
+        return attachment.offer_link
+
+    @property
+    def relay(self) -> RelayAttachment:
+        """This fake's side of the relay (key, offer, fault injection) after :meth:`serve_relay`."""
+        if self._relay is None:
+            raise RuntimeError("the fake daemon is not attached to a relay; call serve_relay() first")
+        return self._relay
 
     # -- observation ---------------------------------------------------------------------------
 
@@ -376,6 +419,8 @@ class FakeDaemon:
         self.drop_connections()
         self.core.clear_sessions()
         self._loopback.restart(downtime, move_to)
+        if self._relay is not None:
+            self._relay.restart(downtime)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -389,6 +434,8 @@ class FakeDaemon:
         self.drop_connections()
         self.runs.close()
         self._loopback.close()
+        if self._relay is not None:
+            self._relay.close()
         with self._lock:
             threads, self._threads = self._threads, []
         deadline = time.monotonic() + _JOIN_TIMEOUT

@@ -77,7 +77,9 @@ class FakeConnection:
         headers: Mapping[str, str],
         subprotocols: Sequence[str],
         selected_subprotocol: str | None,
+        trusted: bool = False,
     ) -> None:
+        """``trusted``: skip the password check, as a 0.1.65 daemon does on relay sockets."""
         self.core = core
         self.socket = socket
         self.headers: dict[str, str] = dict(headers)
@@ -101,7 +103,7 @@ class FakeConnection:
         self.data: dict[str, Any] = {}
         """Free storage for extensions (owned subscriptions ...)."""
         self.opened_at = time.monotonic()
-        self._credential_ok = False
+        self._credential_ok = trusted
         self._ending = False
         self._send_lock = threading.Lock()
         self.id = core.add_connection(self)
