@@ -112,7 +112,7 @@ class Client:
             logger=self._log.getChild("dispatch"),
         )
         self._timers = TimerThread(f"{self._name}-timer")
-        self._requests = RequestTable(self._timers, self._dispatcher.post)
+        self._requests = RequestTable(self._timers, self._dispatcher.post_or_run)
         self._pushes = PushRegistry(self._dispatcher.post)
         options = ConnectionOptions(
             url=self._url,
@@ -174,14 +174,16 @@ class Client:
         """Close for good. Idempotent; safe from any thread, including callbacks.
 
         Sends close 1000, fails pending requests with :class:`ClientClosed`, delivers the
-        last state change, and stops every thread the client started (joins are bounded
-        by ``timeout``; the calling thread is never joined). In strict mode, raises
+        last state change, and stops every thread the client started. Returns within
+        ``timeout`` even when the daemon stopped reading (the socket is aborted first if a
+        write is stuck); the calling thread is never joined. In strict mode, raises
         :class:`~daemon_client.errors.CallbackError` for callback errors not raised yet.
         """
+        deadline = time.monotonic() + timeout  # every step shares the one timeout
         self._connection.close(timeout)
         self._namespaces.dispose()
-        self._timers.stop(timeout)
-        self._dispatcher.stop(timeout)
+        self._timers.stop(deadline - time.monotonic())
+        self._dispatcher.stop(deadline - time.monotonic())
         if not self._dispatcher.on_dispatch_thread():
             self._dispatcher.raise_errors()
 

@@ -19,7 +19,7 @@ from daemon_client.protocol.models import SessionMessage
 from daemon_client.runtime.requests import settle
 
 PushHandler = Callable[[SessionMessage], None]
-Post = Callable[[Callable[[], None]], None]
+Post = Callable[[Callable[[], None]], object]
 
 _log = logging.getLogger("daemon_client.runtime.pushes")
 _ALL = "*"

@@ -1,21 +1,28 @@
 """The real transport: a WebSocket over websocket-client (``ws://`` and ``wss://``).
 
-websocket-client opens the connection (TLS, upgrade, subprotocols, headers; no ``Origin``
-header) and writes frames; inbound frames are read by :class:`FrameReader` through one
-large buffer. Text frames are decoded with Python's strict UTF-8 codec (the same safety
-as websocket-client's pure-Python validator at a fraction of the cost). ``recv`` runs on
-the client's reader thread; ``send_text`` on any thread (serialised here too, since the
-reader answers pings and echoes close frames); ``abort`` and ``close`` on any thread.
+The TCP connect (and TLS) is made by :class:`~daemon_client.transport.dial.Dialer`, so that
+``abort()`` ends it at once; websocket-client then performs the upgrade (subprotocols,
+headers; no ``Origin`` header) and writes frames; inbound frames are read by
+:class:`FrameReader` through one large buffer. Text frames are decoded with Python's strict
+UTF-8 codec (the same safety as websocket-client's pure-Python validator at a fraction of
+the cost). ``recv`` runs on the client's reader thread; ``send_text`` and ``close`` on the
+client's writer thread (serialised here too); ``abort`` on any thread. The replies ``recv``
+owes the peer (pong, close echo) go to the control sink when one is set (the client's
+writer thread), so the reading thread never writes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
+import ssl
 import struct
 import threading
+from collections.abc import Callable
 
 import websocket as wsc
+from websocket import _url as wsc_url
 
 from daemon_client.transport.base import (
     ConnectParams,
@@ -23,6 +30,7 @@ from daemon_client.transport.base import (
     TransportClosed,
     TransportError,
 )
+from daemon_client.transport.dial import Dialer
 from daemon_client.transport.frames import OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT, FrameReader
 
 _OP_TEXT = wsc.ABNF.OPCODE_TEXT
@@ -44,7 +52,27 @@ class WebSocketTransport:
         self._reader: FrameReader | None = None
         self._send_lock = threading.Lock()
         self._close_lock = threading.Lock()
-        self._closed = False
+        self._closed = False  # guarded by _close_lock
+        self._dialer = Dialer(wsc.DEFAULT_SOCKET_OPTION)
+        self._control_sink: Callable[[Callable[[], None]], None] | None = None  # set before recv() runs
+
+    def set_control_sink(self, sink: Callable[[Callable[[], None]], None]) -> None:
+        """Hand the replies that ``recv`` owes the peer (pong, close echo) to ``sink``, which
+        runs them later on the thread that writes; without a sink ``recv`` writes them itself."""
+        self._control_sink = sink
+
+    def _reply(self, send: Callable[[], object]) -> None:
+        """Send a control frame ``recv`` owes the peer: through the sink if there is one."""
+
+        def run() -> None:
+            with contextlib.suppress(OSError, wsc.WebSocketException), self._send_lock:
+                send()
+
+        sink = self._control_sink
+        if sink is None:
+            run()
+        else:
+            sink(run)
 
     @property
     def selected_subprotocol(self) -> str | None:
@@ -62,11 +90,16 @@ class WebSocketTransport:
                 sslopt={"context": params.ssl_context}, skip_utf8_validation=True, enable_multithread=False
             )
         try:
+            with self._close_lock:
+                if self._closed:
+                    raise TransportError("aborted before connecting")
+            sock = self._dial(params)
             self._ws.connect(  # type: ignore[no-untyped-call]
                 params.url,
                 header=headers,
                 timeout=params.timeout,
                 suppress_origin=True,
+                **({"socket": sock} if sock is not None else {}),
             )
             self._ws.settimeout(None)  # liveness is the heartbeat's job, not the socket's
             sock = self._ws.sock
@@ -83,6 +116,19 @@ class WebSocketTransport:
             self.abort()
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
             raise TransportError(detail) from exc
+
+    def _dial(self, params: ConnectParams) -> socket.socket | None:
+        """The connected socket, made abortable by the dialer; ``None`` when websocket-client
+        must dial itself (a proxy is configured for this URL: that connect is not abortable)."""
+        host, port, _, secure = wsc_url.parse_url(params.url)
+        try:
+            proxy_host = wsc_url.get_proxy_info(host, secure)[0]
+        except Exception:  # noqa: BLE001 - an API change: let websocket-client decide
+            return None
+        if proxy_host:
+            return None
+        context = (params.ssl_context or ssl.create_default_context()) if secure else None
+        return self._dialer.dial(host, port, params.timeout, tls=context)
 
     def send_text(self, text: str) -> None:
         try:
@@ -104,12 +150,10 @@ class WebSocketTransport:
                     raise FrameRejected(f"text frame is not valid UTF-8 ({exc.reason})", preview=data[:200]) from None
             if opcode == OP_CLOSE:
                 closed = _parse_close(data)
-                with contextlib.suppress(OSError, wsc.WebSocketException), self._send_lock:
-                    self._ws.send_close(closed.code or 1000)
+                self._reply(functools.partial(self._ws.send_close, closed.code or 1000))
                 raise closed
             if opcode == OP_PING:
-                with contextlib.suppress(OSError, wsc.WebSocketException), self._send_lock:
-                    self._ws.pong(data)
+                self._reply(functools.partial(self._ws.pong, data))
                 continue
             if opcode == OP_BINARY:
                 raise FrameRejected(f"binary frame of {len(data)} bytes ignored", preview=data[:200])
@@ -122,6 +166,7 @@ class WebSocketTransport:
     def abort(self) -> None:
         with self._close_lock:
             self._closed = True
+        self._dialer.abort()
         sock = self._ws.sock
         if sock is not None:
             with contextlib.suppress(OSError):
