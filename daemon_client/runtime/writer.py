@@ -49,14 +49,14 @@ class Writer:
         stall_after: float | None,
         on_stall: Callable[[float], None],
         logger: logging.Logger,
-        max_queued: int = MAX_QUEUED_CHARS,
+        max_queued: int | None = None,
     ) -> None:
         self._transport = transport
         self._timers = timers
         self._stall_after = stall_after
         self._on_stall = on_stall
         self._log = logger
-        self._max_queued = max_queued
+        self._max_queued = MAX_QUEUED_CHARS if max_queued is None else max_queued
         self._cond = threading.Condition(threading.Lock())
         # Everything below is guarded by _cond.
         self._queue: collections.deque[_Item] = collections.deque()
