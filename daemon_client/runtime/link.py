@@ -29,7 +29,7 @@ from daemon_client.protocol.models import HelloRejected, ServerInfo
 from daemon_client.runtime.dispatch import Dispatcher
 from daemon_client.runtime.handshake import Failure
 from daemon_client.runtime.requests import settle
-from daemon_client.runtime.timers import TimerThread
+from daemon_client.runtime.timers import Timer, TimerThread
 from daemon_client.runtime.writer import Writer
 from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import Transport
@@ -59,6 +59,7 @@ class Socket:
         self.handshaken = False  # guarded by Link.lock
         self.failure: Failure | None = None  # why it was ended from outside; guarded by Link.lock
         self.rejection: HelloRejected | None = None  # reader thread only
+        self.deadline: Timer | None = None  # the handshake deadline; reader thread only
 
 
 class _Registration:

@@ -146,7 +146,7 @@ class Supervisor:
             if link.closing:
                 return Failure(ClientClosed("Daemon client closed")), None
             link.socket = sock
-        deadline = link.timers.schedule(
+        sock.deadline = deadline = link.timers.schedule(
             opts.connect_timeout,
             lambda: link.end_socket(
                 Failure(ConnectTimeout(f"no server_info from {opts.url} within {opts.connect_timeout:g} s")),
@@ -310,6 +310,8 @@ class Supervisor:
                 link.server_info = info  # a later server_info updates the cache, not the host kind
             return False
         kind = decide_host_kind(info.features)
+        if sock.deadline is not None:
+            sock.deadline.cancel()
         with link.lock:
             reconnected = link.ever_connected
             sock.handshaken = True
