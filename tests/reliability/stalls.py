@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from daemon_client.testing import FakeDaemon
-from daemon_client.transport.base import ConnectParams, Transport, TransportClosed
-from daemon_client.transport.frames import OP_PING, OP_TEXT, FrameReader
+from daemon_client.transport.base import ConnectParams, Transport, TransportClosed, TransportError
+from daemon_client.transport.frames import OP_CLOSE, OP_PING, OP_PONG, OP_TEXT, FrameReader
 
 T = TypeVar("T")
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -149,10 +149,14 @@ SERVER_INFO = {
 class DeafDaemon:
     """A loopback WebSocket daemon that answers ``hello`` and then never reads again.
 
-    The test may still write to the client: :meth:`push`, :meth:`send_ping`.
+    The test may still write to the client: :meth:`push`, :meth:`send_ping`. With
+    ``deaf=False`` it keeps reading instead and records the pongs the client sends.
     """
 
-    def __init__(self, *, receive_buffer: int = 4096) -> None:
+    def __init__(self, *, receive_buffer: int = 4096, deaf: bool = True) -> None:
+        self._deaf = deaf
+        self.pongs: list[bytes] = []
+        self.ponged = threading.Event()
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)  # inherited
         self._listener.bind(("127.0.0.1", 0))
@@ -166,7 +170,7 @@ class DeafDaemon:
         self._thread.start()
 
     def _serve(self) -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, TransportError):
             sock, _ = self._listener.accept()
             self._sock = sock
             request = b""
@@ -189,7 +193,16 @@ class DeafDaemon:
             assert json.loads(data)["type"] == "hello", data
             self.send_json(SERVER_INFO)
             self.handshaken.set()
-            self._stop.wait()  # from here on nothing is read
+            if self._deaf:
+                self._stop.wait()  # from here on nothing is read
+                return
+            while not self._stop.is_set():
+                opcode, data = reader.next_message()
+                if opcode == OP_PONG:
+                    self.pongs.append(data)
+                    self.ponged.set()
+                elif opcode == OP_CLOSE:
+                    return
 
     def _connection(self) -> socket.socket:
         if not self.handshaken.wait(BOUND):
