@@ -14,7 +14,6 @@ Lock order: ``Link.lock`` → ``RequestTable._lock`` → ``TimerThread._cond``;
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -161,7 +160,8 @@ class Link:
                 sock.failure = failure
             writer = sock.writer
         self.log.warning("%s: %s", self.name, failure.error)
-        abort_now = writer is None or not writer.finish((code, reason[:100]))
+        reason = reason.encode("utf-8")[:120].decode("utf-8", errors="ignore")  # a close reason fits in 123 bytes
+        abort_now = writer is None or not writer.finish((code, reason))
         if abort_now:
             sock.transport.abort()
         else:
@@ -173,8 +173,3 @@ def _deliver(registration: _Registration, old: ConnectionState, new: ConnectionS
     if registration.active:
         registration.listener(old, new, reason)
 
-
-def abort_quietly(transport: Transport) -> None:
-    """Abort ``transport``, ignoring the errors of one that is already gone."""
-    with contextlib.suppress(Exception):
-        transport.abort()

@@ -92,7 +92,7 @@ class PendingRequest:
         self.frame = frame
         self.future = future
         self.timer: Timer | None = None  # set and read under RequestTable._lock
-        self.sent_at: float | None = None
+        self.sent_at: float | None = None  # set once when written (reader or caller); read for messages only
         self.timeout = timeout
         self.on_settle: SettleHook | None = None
 
@@ -117,7 +117,7 @@ class RequestTable:
         self._lock = threading.Lock()
         self._pending: dict[str, PendingRequest] = {}  # guarded by _lock
         self._queued: list[PendingRequest] = []  # guarded by _lock
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(1)  # next() on a count is atomic: any thread
         self._prefix = id_prefix
 
     def new_request_id(self) -> str:

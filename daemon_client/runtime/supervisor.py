@@ -77,7 +77,26 @@ class Supervisor:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
-        """Reader thread: connect and reconnect until closed or given up."""
+        """Reader thread: connect and reconnect until closed or given up. Whatever happens,
+        the thread hands over before it ends (a later ``connect()`` starts a new one)."""
+        link = self._link
+        try:
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 - an internal defect must not strand connect() callers
+            self._log.exception("%s: the reader thread failed", link.name)
+            error = ConnectionLost(f"Connection lost: internal error in the reader thread: {exc!r}")
+            self._requests.fail_all(lambda _e: error)
+            with link.lock:
+                link.last_error = error
+                link.set_state_locked(ConnectionState.DISCONNECTED, str(error))
+                waiters = link.take_waiters_locked()
+            for waiter in waiters:
+                settle(waiter, error=error)
+        finally:
+            with link.lock:
+                self._retire_locked()
+
+    def _loop(self) -> None:
         link, policy = self._link, self._opts.reconnect
         attempt = 0
         while True:
@@ -131,16 +150,21 @@ class Supervisor:
             link.wake.wait(delay)  # set by close()
 
     def _retire_locked(self) -> None:
-        """Under ``Link.lock``: this thread no longer supervises (it returns right after)."""
+        """Under ``Link.lock``: this thread no longer supervises (it returns right after).
+        Idempotent; ``close()`` joins the retired threads still alive."""
         link, me = self._link, threading.current_thread()
         if link.reader is me:
             link.reader = None
-        link.retired = [thread for thread in link.retired if thread.is_alive()] + [me]
+        if me not in link.retired:
+            link.retired = [thread for thread in link.retired if thread.is_alive()] + [me]
 
     def _run_once(self) -> tuple[Failure, float | None]:
         """One connection: open, handshake, read until it ends. Returns why it ended."""
         link, opts = self._link, self._opts
-        transport = opts.transport_factory()
+        try:
+            transport = opts.transport_factory()
+        except Exception as exc:  # noqa: BLE001 - a user factory: its error is this attempt's outcome
+            return Failure(ConnectionLost(f"Cannot connect to {opts.url}: transport_factory failed: {exc!r}")), None
         sock = Socket(transport)
         with link.lock:
             if link.closing:

@@ -15,6 +15,7 @@ import ssl
 import sys
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -196,3 +197,46 @@ def test_close_before_the_transport_connects_refuses_the_connect(fakes) -> None:
             bounded(lambda: transport.connect(ConnectParams(url=f"ws://127.0.0.1:{server.port}/ws", timeout=20)))
     finally:
         server.close()
+
+
+def test_a_transport_factory_that_raises_fails_that_connect_at_once(fakes) -> None:
+    fake = fakes()
+    calls: list[int] = []
+
+    def factory() -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("factory defect")
+        return fake.transport_factory()
+
+    client = dc.Client("ws://fake/ws", transport_factory=factory, strict=True)
+    try:
+        with pytest.raises(dc.ConnectionLost, match="factory defect"):
+            client.connect(timeout=BOUND)
+        assert isinstance(client.connect(timeout=BOUND), dc.ServerInfo)
+    finally:
+        client.close()
+    assert threads_of(client) == []
+
+
+def test_a_reader_thread_that_fails_hands_over(fakes, make_client, monkeypatch) -> None:
+    """An internal defect in the reader thread fails the waiting connect() at once, and the
+    next connect() starts a new reader."""
+    from daemon_client.runtime.supervisor import Supervisor
+
+    original = Supervisor._run_once
+    failures = [RuntimeError("reader defect")]
+
+    def run_once(self: Supervisor) -> Any:
+        if failures:
+            raise failures.pop()
+        return original(self)
+
+    monkeypatch.setattr(Supervisor, "_run_once", run_once)
+    client = make_client(fakes())
+    with pytest.raises(dc.ConnectionLost, match="reader defect"):
+        client.connect(timeout=BOUND)
+    assert client.state is dc.ConnectionState.DISCONNECTED
+    assert isinstance(client.connect(timeout=BOUND), dc.ServerInfo)
+    client.close()
+    assert threads_of(client) == []
