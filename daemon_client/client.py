@@ -245,14 +245,18 @@ class Client:
         """With ``callback_executor="manual"``: run pending callbacks on this thread.
 
         Waits up to ``timeout`` s for the first (``None``: until one arrives); returns
-        how many ran.
+        how many ran. Calls from two threads never overlap (the second waits, within its
+        ``timeout``, for the first).
         """
         return self._dispatcher.process_events(timeout, max_events)
 
     def flush_callbacks(self, timeout: float = 5.0) -> bool:
         """Wait until every callback queued so far has run; False on timeout.
 
-        Raises :class:`~daemon_client.errors.WouldDeadlock` on the callback thread.
+        Raises :class:`~daemon_client.errors.WouldDeadlock` on the callback thread. In
+        manual mode callbacks only ever run inside ``process_events()``: called on the thread
+        that runs ``process_events()`` (or when no live thread does), this drains the queue
+        there; called from another thread, it waits for that loop to run them.
         """
         return self._dispatcher.flush(timeout)
 
@@ -268,9 +272,11 @@ class Client:
         """Send a request and return a future of its reply payload. Never blocks.
 
         ``message`` is the session message with its fields flat beside ``type``; a
-        ``requestId`` is added unless given. The future fails with ``RpcError``,
-        ``RequestTimeout``, ``ConnectionLost`` or ``ClientClosed``; its done-callbacks run
-        on the callback thread. Raises ``NotConnected`` / ``ClientClosed`` at once when
+        ``requestId`` is added unless given. The frame is queued for the socket's writer
+        thread. The future fails with ``RpcError``, ``RequestTimeout``, ``ConnectionLost``
+        (also at once when the daemon stopped reading and 64 MiB already wait to be sent)
+        or ``ClientClosed``; its done-callbacks run on the callback thread, or at once on
+        the adding thread once the client is closed. Raises ``NotConnected`` / ``ClientClosed`` at once when
         the client is idle, disconnected or closed; while connecting the request waits.
         """
         request_type = str(message.get("type", ""))
