@@ -176,8 +176,10 @@ class Connection:
         link.wake.set()
         self._heartbeat.stop()
         if sock is not None:
-            if writer is not None and writer.finish((1000, "Client closed")):
-                writer.join(min(CLOSE_GRACE, deadline - time.monotonic()))  # the close frame, if it goes
+            # What was queued (a permission answer, say) and the close frame get CLOSE_GRACE;
+            # a write in progress may be stuck (a daemon that stopped reading): abort at once.
+            if writer is not None and writer.finish((1000, "Client closed"), flush=True):
+                writer.join(min(CLOSE_GRACE, deadline - time.monotonic()))
             sock.transport.abort()
         self._requests.fail_all(lambda _e: ClientClosed("Daemon client closed"))
         link.settle_waiters(None, ClientClosed("Daemon client closed"))

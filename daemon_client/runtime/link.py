@@ -172,4 +172,3 @@ def _deliver(registration: _Registration, old: ConnectionState, new: ConnectionS
     """Callback thread: call a state listener unless it was removed meanwhile."""
     if registration.active:
         registration.listener(old, new, reason)
-

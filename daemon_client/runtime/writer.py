@@ -96,9 +96,10 @@ class Writer:
             self._queue.append(reply)
             self._cond.notify()
 
-    def finish(self, close: tuple[int, str] | None = None) -> bool:
-        """Stop taking frames and drop the queued ones; write what control replies are queued
-        and, with ``close=(code, reason)``, a close frame; then end. Never blocks.
+    def finish(self, close: tuple[int, str] | None = None, *, flush: bool = False) -> bool:
+        """Stop taking frames; write what control replies are queued (and, with ``flush``, the
+        queued frames too, else they are dropped) and, with ``close=(code, reason)``, a close
+        frame; then end. Never blocks.
 
         Returns ``False`` when a write is in progress (it may be stalled): the caller should
         then abort the transport rather than wait for the close frame.
@@ -106,10 +107,11 @@ class Writer:
         with self._cond:
             self._accepting = False
             self._finishing = True
-            kept = [item for item in self._queue if not isinstance(item, str)]
-            self._queue.clear()
-            self._queue.extend(kept)
-            self._queued_chars = 0
+            if not flush:
+                kept = [item for item in self._queue if not isinstance(item, str)]
+                self._queue.clear()
+                self._queue.extend(kept)
+                self._queued_chars = 0
             if close is not None and self._close is None:
                 self._close = close
             self._cond.notify()

@@ -18,7 +18,7 @@ import pytest
 
 import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
-from tests.reliability.conftest import StateLog, client_threads
+from tests.reliability.conftest import StateLog, client_threads, wait_until
 from tests.reliability.stalls import BOUND, DeafDaemon, StallGate, bounded, stalling_factory
 
 FAST_HEARTBEAT = dc.Heartbeat(interval=0.1, timeout=0.2, max_misses=2)
@@ -207,3 +207,17 @@ def test_threads_blocked_on_nothing_after_many_stalled_requests(stalled_client, 
     assert not any(f.done() for f in futures)
     assert_closed_within(client, 1.0)
     assert all(isinstance(f.exception(0), dc.ClientClosed) for f in futures)
+
+
+def test_what_was_queued_before_close_is_written_before_the_close_frame(fakes, make_client) -> None:
+    fake = fakes()
+    fake.agents.upsert("a1")
+    client = make_client(fake)
+    client.connect()
+    for n in range(50):
+        client.agents.ref("a1").respond_to_permission(f"perm-{n}", allow=True)  # fire and forget
+    client.close()
+    fake.wait_for_frame(lambda f: f.matches("agent_permission_response") and f["message"]["requestId"] == "perm-49")
+    answered = [f["message"]["requestId"] for f in fake.received if f.matches("agent_permission_response")]
+    assert answered == [f"perm-{n}" for n in range(50)]
+    wait_until(lambda: fake.connections == [], BOUND, "the socket did not end")
