@@ -9,7 +9,7 @@ code and no wait ever happens under it; state listeners are *posted* to the call
 thread under it, so that they hear transitions in the order they happened.
 
 Lock order: ``Link.lock`` → ``RequestTable._lock`` → ``TimerThread._cond``;
-``Link.lock`` → ``Dispatcher._start_lock``. ``Writer._cond`` is taken alone.
+``Link.lock`` → ``Dispatcher._start_lock``; ``Writer._cond`` → ``TimerThread._cond``.
 """
 
 from __future__ import annotations
