@@ -50,12 +50,15 @@ class Dialer:
             try:
                 sock.settimeout(max(0.001, deadline - time.monotonic()))
                 if tls is not None:
-                    sock = tls.wrap_socket(sock, server_hostname=host)
+                    # Wrapping takes the file descriptor over: abort() must shut the new
+                    # socket down, so the handshake starts only once it can reach it.
+                    sock = tls.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
                     with self._lock:
-                        self._sock = sock  # abort() now shuts the TLS socket down
+                        self._sock = sock
                         aborted = self._aborted
                     if aborted:
                         raise ConnectionAbortedError("connect aborted")
+                    sock.do_handshake()
             except BaseException:
                 sock.close()
                 raise
@@ -116,4 +119,4 @@ class Dialer:
                     wake.send(b"x")
         if sock is not None:
             with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the descriptor, also of a TLS socket

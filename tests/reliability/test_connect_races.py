@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import sys
@@ -137,9 +138,9 @@ def test_connects_after_failures_in_a_row_each_start_an_attempt(fakes, make_clie
 
 # ----------------------------------------------------------------------------- close during connect
 class Unanswered:
-    """A loopback listener nobody accepts from. ``syn``: its backlog is full, so a new SYN
-    goes unanswered; ``silent``: the TCP connect completes (the kernel queues it) and then
-    nothing is ever said (no TLS ServerHello, no HTTP upgrade answer)."""
+    """A loopback listener that never answers. ``syn``: its backlog is full, so a new SYN
+    goes unanswered; ``silent``: the TCP connect completes, the client's first bytes (a TLS
+    ClientHello, an HTTP upgrade) are read (``spoke`` is set), and nothing is ever said."""
 
     def __init__(self, kind: str) -> None:
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -147,14 +148,33 @@ class Unanswered:
         self.listener.listen(0 if kind == "syn" else 8)
         self.port = self.listener.getsockname()[1]
         self.fillers: list[socket.socket] = []
+        self.spoke = threading.Event()
+        self._thread: threading.Thread | None = None
         if kind == "syn":  # Linux queues backlog + 1 connections; later SYNs are dropped
             filler = socket.create_connection(("127.0.0.1", self.port), timeout=BOUND)
             self.fillers.append(filler)
+        else:
+            self._thread = threading.Thread(target=self._listen, name="unanswered", daemon=True)
+            self._thread.start()
+
+    def _listen(self) -> None:
+        with contextlib.suppress(OSError):
+            sock, _ = self.listener.accept()
+            self.fillers.append(sock)
+            if sock.recv(1):
+                self.spoke.set()
 
     def close(self) -> None:
         for sock in self.fillers:
-            sock.close()
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
+        if self._thread is not None:
+            self._thread.join(BOUND)
+        for sock in self.fillers:
+            sock.close()
 
 
 class EnteringTransport(WebSocketTransport):
@@ -179,6 +199,8 @@ def test_close_interrupts_a_connect_in_progress(kind: str, scheme: str) -> None:
     try:
         connecting = BackgroundConnect(client)
         assert entered.wait(BOUND)
+        if kind == "silent":
+            assert server.spoke.wait(BOUND)  # inside the TLS handshake or the upgrade
         bounded(lambda: client.close(1.0), what="close()")
         assert threads_of(client) == []  # close() joined the reader: it left the connect at once
         assert isinstance(connecting.result(BOUND), dc.ClientClosed)
