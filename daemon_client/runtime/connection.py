@@ -161,18 +161,23 @@ class Connection:
         """Close for good: stop reconnecting, close the socket (1000), fail pending work.
 
         Returns within ``timeout``: releases are awaited for at most half of it, the socket
-        is aborted at once if a write is stuck, and the joins share what is left.
+        is aborted at once if a write is stuck, and the joins share what is left. A second
+        call waits (within its own timeout) for the first one to finish.
         """
         deadline = time.monotonic() + max(0.0, timeout)
         self._release_for_close(min(CLOSE_RELEASE_TIMEOUT, timeout / 2))
         link = self._link
         with link.lock:
             if link.closing:
-                return
-            link.closing = True
+                closing_already = True
+            else:
+                closing_already, link.closing = False, True
             sock = link.socket
             writer = sock.writer if sock is not None else None
             threads = [t for t in (link.reader, *link.retired) if t is not None]
+        if closing_already:
+            link.closed.wait(max(0.0, deadline - time.monotonic()))
+            return
         link.wake.set()
         self._heartbeat.stop()
         if sock is not None:
@@ -188,6 +193,7 @@ class Connection:
         for thread in threads:
             if thread is not current:
                 thread.join(max(0.0, deadline - time.monotonic()))
+        link.closed.set()
 
     def _release_for_close(self, budget: float) -> None:
         """Best-effort release of owned observations while still connected (protocol.md 10.6)."""

@@ -248,12 +248,12 @@ class Dispatcher:
             raise CallbackError(f"a callback raised {type(first).__name__}: {first}{more}") from first
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Run what is queued, then stop. Joins the dispatcher thread (bounded; never the current thread)."""
+        """Run what is queued, then stop. Joins the dispatcher thread (bounded; never the current
+        thread), also when called again."""
         with self._start_lock:
-            if self._stopped:
-                return
-            self._queue.put(_STOP)
-            self._stopped = True
+            if not self._stopped:  # a later call only joins (every caller sees the thread end)
+                self._queue.put(_STOP)
+                self._stopped = True
             thread = self._thread
         if thread is not None and thread.ident != threading.get_ident():
             thread.join(max(0.0, timeout))

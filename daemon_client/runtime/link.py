@@ -95,6 +95,7 @@ class Link:
         self.listeners: tuple[_Registration, ...] = ()
         self.hooks: tuple[Hooks, ...] = ()
         self.wake = threading.Event()  # thread-safe; set once, by close(): ends the reconnect backoff
+        self.closed = threading.Event()  # thread-safe; set once, when the first close() is done
 
     # ------------------------------------------------------------------ state
     def set_state(self, new: ConnectionState, reason: str) -> None:

@@ -262,3 +262,36 @@ def test_a_reader_thread_that_fails_hands_over(fakes, make_client, monkeypatch) 
     assert isinstance(client.connect(timeout=BOUND), dc.ServerInfo)
     client.close()
     assert threads_of(client) == []
+
+
+def test_concurrent_close_calls_each_return_with_every_thread_ended(fakes, make_client) -> None:
+    """Every caller of close(), not only the first, returns after the client's threads ended;
+    here while a callback is still running when the calls begin."""
+    fake = fakes()
+    client = make_client(fake)
+    client.connect()
+    closers = 4
+    entered = threading.Semaphore(0)
+    in_callback = threading.Event()
+
+    def slow_callback(_message: dc.SessionMessage) -> None:
+        in_callback.set()
+        for _ in range(closers):  # returns once every close() call has begun
+            assert entered.acquire(timeout=BOUND)
+
+    client.add_push_listener(slow_callback, ["custom"])
+    fake.push("custom", {})
+    assert in_callback.wait(BOUND)
+    leftovers: list[list[str]] = []
+
+    def close() -> None:
+        entered.release()
+        client.close(BOUND)
+        leftovers.append(threads_of(client))
+
+    threads = [threading.Thread(target=close, name=f"closer-{n}") for n in range(closers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(2 * BOUND)
+    assert leftovers == [[]] * closers
