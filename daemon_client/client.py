@@ -156,7 +156,7 @@ class Client:
             logger=self._log.getChild("dispatch"),
         )
         self._timers = TimerThread(f"{self._name}-timer")
-        self._requests = RequestTable(self._timers, self._dispatcher.post)
+        self._requests = RequestTable(self._timers, self._dispatcher.post_or_run)
         self._pushes = PushRegistry(self._dispatcher.post)
         options = ConnectionOptions(
             targets=self._targets,
@@ -227,14 +227,16 @@ class Client:
         """Close for good. Idempotent; safe from any thread, including callbacks.
 
         Sends close 1000, fails pending requests with :class:`ClientClosed`, delivers the
-        last state change, and stops every thread the client started (joins are bounded
-        by ``timeout``; the calling thread is never joined). In strict mode, raises
+        last state change, and stops every thread the client started. Returns within
+        ``timeout`` even when the daemon stopped reading (the socket is aborted first if a
+        write is stuck); the calling thread is never joined. In strict mode, raises
         :class:`~daemon_client.errors.CallbackError` for callback errors not raised yet.
         """
+        deadline = time.monotonic() + timeout  # every step shares the one timeout
         self._connection.close(timeout)
         self._namespaces.dispose()
-        self._timers.stop(timeout)
-        self._dispatcher.stop(timeout)
+        self._timers.stop(deadline - time.monotonic())
+        self._dispatcher.stop(deadline - time.monotonic())
         if not self._dispatcher.on_dispatch_thread():
             self._dispatcher.raise_errors()
 
@@ -307,14 +309,18 @@ class Client:
         """With ``callback_executor="manual"``: run pending callbacks on this thread.
 
         Waits up to ``timeout`` s for the first (``None``: until one arrives); returns
-        how many ran.
+        how many ran. Calls from two threads never overlap (the second waits, within its
+        ``timeout``, for the first).
         """
         return self._dispatcher.process_events(timeout, max_events)
 
     def flush_callbacks(self, timeout: float = 5.0) -> bool:
         """Wait until every callback queued so far has run; False on timeout.
 
-        Raises :class:`~daemon_client.errors.WouldDeadlock` on the callback thread.
+        Raises :class:`~daemon_client.errors.WouldDeadlock` on the callback thread. In
+        manual mode callbacks only ever run inside ``process_events()``: called on the thread
+        that runs ``process_events()`` (or when no live thread does), this drains the queue
+        there; called from another thread, it waits for that loop to run them.
         """
         return self._dispatcher.flush(timeout)
 
@@ -327,9 +333,11 @@ class Client:
         """Send a request and return a future of its reply payload. Never blocks.
 
         ``message`` is the session message with its fields flat beside ``type``; a
-        ``requestId`` is added unless given. The future fails with ``RpcError``,
-        ``RequestTimeout``, ``ConnectionLost`` or ``ClientClosed``; its done-callbacks run
-        on the callback thread. Raises ``NotConnected`` / ``ClientClosed`` at once when
+        ``requestId`` is added unless given. The frame is queued for the socket's writer
+        thread. The future fails with ``RpcError``, ``RequestTimeout``, ``ConnectionLost``
+        (also at once when the daemon stopped reading and 64 MiB already wait to be sent)
+        or ``ClientClosed``; its done-callbacks run on the callback thread, or at once on
+        the adding thread once the client is closed. Raises ``NotConnected`` / ``ClientClosed`` at once when
         the client is idle, disconnected or closed; while connecting the request waits.
         """
         return self._context.request_async(message, timeout)

@@ -1,82 +1,53 @@
-"""The connection supervisor: state machine, handshake, reader loop, reconnect loop.
+"""``Connection``: the facade of one logical connection to a daemon, for any thread.
 
-Threads:
+Every method here may be called from any thread and returns within its own bound:
+:meth:`Connection.connect` waits at most its timeout, :meth:`Connection.submit` and
+:meth:`Connection.send_message` never block (frames are queued for the socket's writer
+thread), :meth:`Connection.close` returns within its timeout.
 
-* the **reader thread** (one per client, named ``…-reader``) runs :meth:`Connection._supervise`:
-  it opens a transport, sends ``hello``, reads frames until the socket ends, then backs
-  off and reconnects. It decodes frames, settles request futures and hands pushes to
-  ``on_push``; it never runs user code (state listeners are posted to the dispatcher).
-* the **timer thread** enforces the handshake deadline and drives the heartbeat.
-* any thread may call :meth:`connect`, :meth:`submit`, :meth:`close`.
+The work is done by composed objects, one per thread (see docs/threading.md):
 
-Lock order: ``Connection._lock`` → ``RequestTable._lock``; ``_send_lock`` is only ever
-taken alone. No user code runs under any of them.
+* :class:`~daemon_client.runtime.supervisor.Supervisor`: the **reader thread** (connect,
+  handshake, read, reconnect);
+* :class:`~daemon_client.runtime.writer.Writer`: the **writer thread** of each socket;
+* :class:`~daemon_client.runtime.heartbeat.HeartbeatMonitor` and the writer's stall
+  watchdog: the **timer thread**.
+
+Their shared state is :class:`~daemon_client.runtime.link.Link`, under ``Link.lock``.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-import attrs
-
-from daemon_client.config import Heartbeat, ReconnectPolicy
-from daemon_client.discovery import TargetSource
-from daemon_client.errors import (
-    ClientClosed,
-    ConnectionLost,
-    ConnectTimeout,
-    DaemonClientError,
-    NotConnected,
-)
-from daemon_client.protocol.codec import (
-    encode_hello,
-    encode_session,
-)
+from daemon_client.errors import ClientClosed, ConnectionLost, ConnectTimeout, DaemonClientError, NotConnected
+from daemon_client.protocol.codec import PING_FRAME, encode_session, preview
 from daemon_client.protocol.hosts import HostKind
-from daemon_client.protocol.models import HelloRejected, ServerInfo, SessionMessage
-from daemon_client.protocol.replies import reply_for
+from daemon_client.protocol.models import ServerInfo, SessionMessage
+from daemon_client.protocol.replies import CLOSE_RELEASE_TIMEOUT, reply_for
 from daemon_client.runtime.dispatch import Dispatcher
-from daemon_client.runtime.handshake import Failure, auth_carriers, build_hello
+from daemon_client.runtime.handshake import Failure
 from daemon_client.runtime.heartbeat import HeartbeatMonitor
-from daemon_client.runtime.reader_loop import ReaderLoop
+from daemon_client.runtime.link import CLOSE_GRACE, CloseHook, DisconnectHook, Hooks, Link, RestoreHook
+from daemon_client.runtime.options import ConnectionOptions
 from daemon_client.runtime.requests import ReplyFuture, RequestTable, SettleHook
+from daemon_client.runtime.supervisor import Supervisor
 from daemon_client.runtime.timers import TimerThread
+from daemon_client.runtime.writer import Writer
 from daemon_client.state import ConnectionState, StateListener
-from daemon_client.transport.base import Transport
 
-RestoreHook = Callable[[HostKind, bool], None]
-CloseHook = Callable[[HostKind], list[Future[Any]]]
-DisconnectHook = Callable[[], None]
-CLOSE_RELEASE_TIMEOUT = 2.0
+__all__ = ["CLOSE_RELEASE_TIMEOUT", "Connection", "ConnectionOptions"]
+
+"""Seconds ``close()`` waits, at most, for the releases it sends (and at most half its timeout)."""
 
 
-@attrs.frozen
-class ConnectionOptions:
-    """What the supervisor needs to open connections."""
-
-    targets: TargetSource
-    client_id: str
-    app_version: str
-    password: str | None = attrs.field(repr=False)
-    connect_timeout: float
-    reconnect: ReconnectPolicy
-    heartbeat: Heartbeat
-    transport_factory: Callable[[], Transport]
-    ssl_context: Any = None
-    max_frame_bytes: int = 64 * 1024 * 1024
-    rng: random.Random | None = None
-    auth_header: str | None = attrs.field(default=None, repr=False)
-    insecure_refusal: str | None = None
-    """When set, every attempt fails with ``InsecureCredentials(insecure_refusal)`` before connecting."""
-
-
-class Connection(ReaderLoop):
+class Connection:
     """Owns one logical connection to a daemon across reconnects. See the module docstring."""
 
     def __init__(
@@ -92,66 +63,37 @@ class Connection(ReaderLoop):
     ) -> None:
         self._opts = options
         self._requests = requests
-        self._dispatcher = dispatcher
-        self._timers = timers
-        self._on_push = on_push
         self._name = name
         self._log = logger
         self._frame_log = logger.getChild("frames")
-        self._lock = threading.Lock()
-        self._send_lock = threading.Lock()
-        self._state = ConnectionState.IDLE
-        self._transport: Transport | None = None
-        self._handshaken = False
-        self._abort_failure: Failure | None = None
-        self._rejection: HelloRejected | None = None
-        self._server_info: ServerInfo | None = None
-        self._host_kind: HostKind | None = None
-        self._last_error: DaemonClientError | None = None
-        self._listeners: list[StateListener] = []
-        self._restore_hooks: list[RestoreHook] = []
-        self._close_hooks: list[CloseHook] = []
-        self._disconnect_hooks: list[DisconnectHook] = []
-        self._waiters: list[Future[ServerInfo]] = []
-        self._thread: threading.Thread | None = None
-        self._wake = threading.Event()
-        self._closing = False
-        self._ever_connected = False
-        self._headers, self._subprotocols = auth_carriers(options.password, options.auth_header)
-        self._hello_text = encode_hello(build_hello(options.client_id, options.app_version, options.password))
+        self._link = Link(dispatcher, timers, name=name, logger=logger)
         self._heartbeat = HeartbeatMonitor(options.heartbeat, timers, self._send_ping, self._heartbeat_dead)
+        self._supervisor = Supervisor(
+            self._link, options, requests=requests, heartbeat=self._heartbeat, on_push=on_push
+        )
 
     # ------------------------------------------------------------------ properties
     @property
     def state(self) -> ConnectionState:
-        return self._state
+        return self._link.state
 
     @property
     def server_info(self) -> ServerInfo | None:
-        return self._server_info
+        return self._link.server_info
 
     @property
     def host_kind(self) -> HostKind | None:
-        return self._host_kind
+        return self._link.host_kind
 
     @property
     def last_error(self) -> DaemonClientError | None:
-        return self._last_error
+        return self._link.last_error
 
     # ------------------------------------------------------------------ listeners and hooks
     def add_state_listener(self, listener: StateListener) -> Callable[[], None]:
-        """Call ``listener(old, new, reason)`` on the callback thread, now and on every transition."""
-        with self._lock:
-            self._listeners.append(listener)
-            current = self._state
-        self._dispatcher.post(lambda: listener(current, current, "current state"))
-
-        def remove() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return remove
+        """Call ``listener(old, new, reason)`` on the callback thread, now and on every
+        transition, in order. The returned remover stops every later call."""
+        return self._link.add_listener(listener)
 
     def add_hooks(
         self,
@@ -160,106 +102,115 @@ class Connection(ReaderLoop):
         disconnect: DisconnectHook | None = None,
         close: CloseHook | None = None,
     ) -> None:
-        """Register an observation family's hooks at any time. If the current connection
-        already completed its handshake, ``restore(kind, False)`` runs now (on this thread),
-        so that the family learns the host kind without waiting for a reconnect."""
-        with self._lock:
-            self._restore_hooks.append(restore)
-            if disconnect is not None:
-                self._disconnect_hooks.append(disconnect)
-            if close is not None:
-                self._close_hooks.append(close)
-            kind = self._host_kind if self._handshaken else None
+        """Register an observation family's hooks, at any time (the only way to hook in).
+
+        * ``restore(kind, reconnected)`` runs on the reader thread after each handshake,
+          before queued requests are written; if the current connection completed its
+          handshake already, it runs now, on this thread, with ``reconnected=False``;
+        * ``disconnect()`` runs on the reader thread each time a connection ends;
+        * ``close(kind)`` runs in ``close()`` while still connected: it sends releases and
+          returns their futures, which ``close()`` awaits (bounded).
+
+        Hooks are internal code: they must not block and never run user code.
+        """
+        link = self._link
+        with link.lock:
+            link.hooks = (*link.hooks, Hooks(restore, disconnect, close))
+            sock = link.socket
+            kind = link.host_kind if sock is not None and sock.handshaken else None
         if kind is not None:
             restore(kind, False)
 
-    def add_restore_hook(self, hook: RestoreHook) -> None:
-        """Run ``hook(host_kind, reconnected)`` on the reader thread after each handshake, before
-        queued requests are written. Internal code only: it must not block."""
-        with self._lock:
-            self._restore_hooks.append(hook)
-
-    def add_close_hook(self, hook: CloseHook) -> None:
-        """Run ``hook(host_kind)`` in ``close()`` while still connected; it sends release requests
-        and returns their futures, which ``close()`` awaits for at most 2 s in total."""
-        with self._lock:
-            self._close_hooks.append(hook)
-
-    def add_disconnect_hook(self, hook: DisconnectHook) -> None:
-        """Run ``hook()`` on the reader thread each time a connection ends (internal, non-blocking)."""
-        with self._lock:
-            self._disconnect_hooks.append(hook)
-
     def reset_transport(self, reason: str) -> None:
-        """Drop the current socket (any thread) so that the reconnect rules apply; used when the
-        server-side state of an observation is unknown (protocol.md 4.4, 4.6)."""
-        self._abort(Failure(ConnectionLost(reason)), code=1001, close_reason=reason[:100])
+        """Drop the current socket (any thread, never blocks) so that the reconnect rules
+        apply; used when the server-side state of an observation is unknown (protocol.md 4.4, 4.6)."""
+        self._link.end_socket(Failure(ConnectionLost(reason)), code=1001, reason=reason)
 
     # ------------------------------------------------------------------ connect / close
     def connect(self, timeout: float | None) -> ServerInfo:
-        """Connect (or wait for the connection in progress) and return ``server_info``."""
+        """Connect (or join the attempt in progress) and return ``server_info``.
+
+        Any number of concurrent calls share one attempt and its outcome; a call after a
+        failed attempt starts a new one.
+        """
+        link = self._link
         waiter: Future[ServerInfo] = Future()
-        with self._lock:
-            state = self._state
-            if state is ConnectionState.DISPOSED:
+        with link.lock:
+            if link.state is ConnectionState.DISPOSED or link.closing:
                 raise ClientClosed("Daemon client is disposed")
-            if state is ConnectionState.CONNECTED and self._server_info is not None:
-                return self._server_info
-            self._waiters.append(waiter)
-            start = self._thread is None or not self._thread.is_alive()
-            if start:
-                self._wake.clear()
-                self._last_error = None
-                self._thread = threading.Thread(target=self._supervise, name=f"{self._name}-reader", daemon=True)
-        if start:
-            self._thread.start()  # type: ignore[union-attr]
+            if link.state is ConnectionState.CONNECTED and link.server_info is not None:
+                return link.server_info
+            link.waiters.append(waiter)
+            if link.reader is None:
+                link.last_error = None
+                reader = threading.Thread(target=self._supervisor.run, name=f"{self._name}-reader", daemon=True)
+                link.reader = reader
+                reader.start()  # under the lock: a concurrent connect() sees it as live at once
         limit = timeout if timeout is not None else self._opts.connect_timeout + 5.0
         try:
             return waiter.result(limit)
         except FutureTimeout:
             raise ConnectTimeout(f"no connection to {self._opts.targets.current.url} within {limit:g} s") from None
         finally:
-            with self._lock:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
+            with link.lock:
+                if waiter in link.waiters:
+                    link.waiters.remove(waiter)
 
     def close(self, timeout: float = 5.0) -> None:
-        """Close for good: stop reconnecting, close the socket (1000), fail pending work."""
-        self._release_for_close()
-        with self._lock:
-            if self._closing:
-                return
-            self._closing = True
-            transport = self._transport
-            thread = self._thread
-        self._wake.set()
-        self._heartbeat.stop()
-        if transport is not None:
-            try:
-                transport.close(1000, "Client closed")
-            except Exception as exc:  # noqa: BLE001 - best effort
-                self._log.debug("close frame not sent: %s", exc)
-            transport.abort()
-        self._requests.fail_all(lambda _e: ClientClosed())
-        self._settle_waiters(None, ClientClosed())
-        self._set_state(ConnectionState.DISPOSED, "close() called")
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        """Close for good: stop reconnecting, close the socket (1000), fail pending work.
 
-    def _release_for_close(self) -> None:
+        Returns within ``timeout``: releases are awaited for at most half of it, the socket
+        is aborted at once if a write is stuck, and the joins share what is left. A second
+        call waits (within its own timeout) for the first one to finish.
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        self._release_for_close(min(CLOSE_RELEASE_TIMEOUT, timeout / 2))
+        link = self._link
+        with link.lock:
+            if link.closing:
+                closing_already = True
+            else:
+                closing_already, link.closing = False, True
+            sock = link.socket
+            writer = sock.writer if sock is not None else None
+            threads = [t for t in (link.reader, *link.retired) if t is not None]
+        if closing_already:
+            link.closed.wait(max(0.0, deadline - time.monotonic()))
+            return
+        link.wake.set()
+        self._heartbeat.stop()
+        if sock is not None:
+            # What was queued (a permission answer, say) and the close frame get CLOSE_GRACE;
+            # a write in progress may be stuck (a daemon that stopped reading): abort at once.
+            if writer is not None and writer.finish((1000, "Client closed"), flush=True):
+                writer.join(min(CLOSE_GRACE, deadline - time.monotonic()))
+            sock.transport.abort()
+        self._requests.fail_all(lambda _e: ClientClosed("Daemon client closed"))
+        link.settle_waiters(None, ClientClosed("Daemon client closed"))
+        link.set_state(ConnectionState.DISPOSED, "close() called")
+        current = threading.current_thread()
+        for thread in threads:
+            if thread is not current:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        link.closed.set()
+
+    def _release_for_close(self, budget: float) -> None:
         """Best-effort release of owned observations while still connected (protocol.md 10.6)."""
-        with self._lock:
-            if self._closing or self._state is not ConnectionState.CONNECTED or self._host_kind is None:
+        link = self._link
+        with link.lock:
+            if link.closing or link.state is not ConnectionState.CONNECTED or link.host_kind is None:
                 return
-            hooks, kind = list(self._close_hooks), self._host_kind
+            hooks, kind = link.hooks, link.host_kind
         futures: list[Future[Any]] = []
         for hook in hooks:
+            if hook.close is None:
+                continue
             try:
-                futures.extend(hook(kind))
+                futures.extend(hook.close(kind))
             except Exception:  # noqa: BLE001 - best effort
                 self._log.exception("releasing observations at close failed")
         if futures:
-            _, pending = wait(futures, timeout=CLOSE_RELEASE_TIMEOUT)
+            _, pending = wait(futures, timeout=max(0.0, budget))
             if pending:
                 self._log.info("%d releases unanswered at close; the daemon releases them on disconnect", len(pending))
 
@@ -272,10 +223,10 @@ class Connection(ReaderLoop):
         direct: bool = False,
         on_settle: SettleHook | None = None,
     ) -> ReplyFuture:
-        """Register and send a request; return the future of its reply payload.
+        """Register and queue a request; return the future of its reply payload. Never blocks.
 
         While the handshake is in progress the request waits unsent and is written after
-        it (``direct``: write now, for re-establishment requests sent by restore hooks).
+        it (``direct``: queue it now, for re-establishment requests sent by restore hooks).
         """
         request_type = message.get("type")
         if not isinstance(request_type, str) or not request_type:
@@ -287,31 +238,56 @@ class Connection(ReaderLoop):
         elif not isinstance(request_id, str) or not request_id:
             raise ValueError("requestId must be a non-empty string")
         frame = encode_session(message)
-        with self._lock:
-            state = self._state
-            if state is ConnectionState.DISPOSED or self._closing:
+        link = self._link
+        with link.lock:
+            state = link.state
+            if state is ConnectionState.DISPOSED or link.closing:
                 raise ClientClosed("Daemon client is disposed")
             if state is not ConnectionState.CONNECTING and state is not ConnectionState.CONNECTED:
                 raise NotConnected(f"Transport not connected (status: {state.value})")
             queued = not direct and state is not ConnectionState.CONNECTED
+            writer = self._writer_locked()
             entry = self._requests.add(
                 request_id, request_type, reply_for(request_type), frame, timeout, queued=queued, on_settle=on_settle
             )
         if not queued:
             try:
-                self._write(frame)
-            except DaemonClientError as exc:
+                self._send(writer, frame)
+            except ConnectionLost as exc:
                 self._requests.forget(request_id)
                 entry.finish(error=exc)
         return entry.future
 
     def send_message(self, message: Mapping[str, Any]) -> None:
-        """Send a fire-and-forget session message (no reply is awaited). Raises
-        ``NotConnected``/``ClientClosed`` unless connected, ``ConnectionLost`` if the write fails."""
-        with self._lock:
-            state = self._state
-            if state is ConnectionState.DISPOSED or self._closing:
+        """Queue a fire-and-forget session message (no reply is awaited); never blocks.
+        Raises ``NotConnected``/``ClientClosed`` unless connected, ``ConnectionLost`` if it
+        cannot be queued (the socket is gone, or the daemon stopped reading)."""
+        link = self._link
+        with link.lock:
+            state = link.state
+            if state is ConnectionState.DISPOSED or link.closing:
                 raise ClientClosed("Daemon client is disposed")
             if state is not ConnectionState.CONNECTED:
                 raise NotConnected(f"Transport not connected (status: {state.value})")
-        self._write(encode_session(message))
+            writer = self._writer_locked()
+        self._send(writer, encode_session(message))
+
+    def _writer_locked(self) -> Writer | None:
+        sock = self._link.socket
+        return sock.writer if sock is not None else None
+
+    def _send(self, writer: Writer | None, text: str) -> None:
+        if writer is None:
+            raise ConnectionLost("Connection lost")
+        if self._frame_log.isEnabledFor(logging.DEBUG):
+            self._frame_log.debug("-> %s", preview(text, 500))
+        writer.send(text)
+
+    # ------------------------------------------------------------------ heartbeat (timer thread)
+    def _send_ping(self) -> None:
+        with self._link.lock:
+            writer = self._writer_locked()
+        self._send(writer, PING_FRAME)
+
+    def _heartbeat_dead(self, reason: str) -> None:
+        self._link.end_socket(Failure(ConnectionLost(reason)), code=1001, reason="Heartbeat timeout")

@@ -7,7 +7,11 @@ in posting order, on exactly one of:
 * the user's executor (``callback_executor=post_fn``, e.g. ``lambda fn: root.after(0, fn)``):
   the dispatcher thread hands each callable to ``post_fn`` in order, so a slow
   ``post_fn`` never stalls the reader;
-* the application's own thread, in ``"manual"`` mode, inside ``process_events()``.
+* the application's own thread, in ``"manual"`` mode, inside ``process_events()`` only
+  (one caller at a time; ``flush()`` from another thread waits for that loop).
+
+Once stopped (``close()``), nothing is queued any more: ``post`` returns ``False`` and the
+caller decides (a future's done-callback then runs at once on the adding thread).
 
 Every exception a callback raises is caught here, logged with its traceback and passed
 to ``on_callback_error``; in strict mode it is also kept for :meth:`raise_errors`.
@@ -54,14 +58,17 @@ class Dispatcher:
         self._strict = strict
         self._log = logger or logging.getLogger("daemon_client.runtime.dispatch")
         self._slow = slow_callback_seconds
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()  # thread-safe; put under _start_lock
         self._local = threading.local()
-        self._errors: list[BaseException] = []
+        self._errors: list[BaseException] = []  # guarded by _errors_lock
         self._errors_lock = threading.Lock()
-        self._stopped = False
-        self._thread: threading.Thread | None = None
-        self._thread_ident: int | None = None
+        self._stopped = False  # guarded by _start_lock (read without it as a hint)
+        self._thread: threading.Thread | None = None  # guarded by _start_lock
+        self._thread_ident: int | None = None  # written once by the dispatcher thread
         self._start_lock = threading.Lock()
+        # Manual mode: one process_events() at a time; _loop_thread is the thread that ran it last.
+        self._loop_lock = threading.Lock()
+        self._loop_thread: threading.Thread | None = None  # written under _loop_lock
 
     # ------------------------------------------------------------------ posting
     @property
@@ -73,20 +80,27 @@ class Dispatcher:
         """Callables posted and not yet started (approximate)."""
         return self._queue.qsize()
 
-    def post(self, fn: Callback) -> None:
-        """Queue ``fn`` to run after everything posted before it. Any thread; never blocks."""
-        if self._stopped:
-            return
-        self._queue.put(fn)
-        if self._thread is None and self._executor != "manual":
-            self._start()
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
-    def _start(self) -> None:
-        """Start the dispatcher thread on first use (a client never used starts no thread)."""
+    def post(self, fn: Callback) -> bool:
+        """Queue ``fn`` to run after everything posted before it; ``False`` (not queued) once
+        stopped. Any thread; never blocks (the lock is only held to queue)."""
         with self._start_lock:
-            if self._thread is None and not self._stopped:
+            if self._stopped:
+                return False
+            self._queue.put(fn)
+            if self._thread is None and self._executor != "manual":
+                # Started on first use (a client never used starts no thread).
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
+        return True
+
+    def post_or_run(self, fn: Callback) -> None:
+        """Queue ``fn``; once stopped, run it at once on this thread (errors isolated)."""
+        if not self.post(fn):
+            self._run(fn)
 
     # ------------------------------------------------------------------ running
     def in_callback(self) -> bool:
@@ -157,20 +171,32 @@ class Dispatcher:
         """Manual mode: run pending callbacks on the calling thread; return how many ran.
 
         Waits up to ``timeout`` seconds for the first one (``None``: until one arrives),
-        then runs what is queued without waiting, at most ``max_events``.
+        then runs what is queued without waiting, at most ``max_events``. Calls from two
+        threads never overlap: a second caller waits (up to ``timeout``) for the first.
         """
         if not self.manual:
             raise RuntimeError("process_events() needs Client(callback_executor='manual')")
         if self.in_callback():
             raise WouldDeadlock("process_events() was called from inside a callback; return from it instead")
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        if not self._loop_lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            return 0
+        try:
+            self._loop_thread = threading.current_thread()
+            return self._drain(deadline, max_events)
+        finally:
+            self._loop_lock.release()
+
+    def _drain(self, deadline: float | None, max_events: int | None) -> int:
+        """Under ``_loop_lock``: run queued callables on this thread (see :meth:`process_events`)."""
         ran = 0
-        wait = timeout
         while max_events is None or ran < max_events:
+            wait = None if deadline is None else deadline - time.monotonic()
             try:
                 item = self._queue.get(timeout=wait) if wait is None or wait > 0 else self._queue.get_nowait()
             except queue.Empty:
                 break
-            wait = 0.0
+            deadline = 0.0  # only the first one is waited for
             if item is _STOP:
                 self._queue.put(_STOP)
                 break
@@ -179,18 +205,39 @@ class Dispatcher:
         return ran
 
     def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until every callable posted before this call has run. False on timeout."""
-        self.check_can_wait("flush_callbacks()")
-        if self.manual:
-            deadline = time.monotonic() + timeout
-            while self._queue.qsize() and time.monotonic() < deadline:
-                self.process_events(0.0)
-            return self._queue.qsize() == 0
-        done = threading.Event()
-        self.post(done.set)
-        return done.wait(timeout)
+        """Wait until every callable posted before this call has run. False on timeout.
 
-    # ------------------------------------------------------------------ errors, stop
+        Manual mode: on the thread that runs ``process_events()`` (or when no live thread
+        does), the queue is drained here, inside ``process_events()``; from any other thread
+        this waits for that loop to run what was queued (callbacks never run on the waiting
+        thread). After ``stop()``: waits for what was queued before it.
+        """
+        self.check_can_wait("flush_callbacks()")
+        done = threading.Event()
+        posted = self.post(done.set)
+        if not self.manual:
+            if posted:
+                return done.wait(timeout)
+            thread = self._thread
+            if thread is not None and thread.ident != threading.get_ident():
+                thread.join(max(0.0, timeout))
+                return not thread.is_alive()
+            return True
+        finished = done.is_set if posted else self._only_stop_left
+        loop = self._loop_thread
+        if loop is not None and loop is not threading.current_thread() and loop.is_alive():
+            return done.wait(timeout) if posted else finished()  # the application's loop runs them
+        deadline = time.monotonic() + max(0.0, timeout)
+        while not finished():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            self.process_events(remaining)
+        return finished()
+
+    def _only_stop_left(self) -> bool:
+        return self._queue.qsize() <= 1
+
     def raise_errors(self) -> None:
         """Strict mode: raise :class:`CallbackError` for the first callback error kept so far."""
         with self._errors_lock:
@@ -201,15 +248,15 @@ class Dispatcher:
             raise CallbackError(f"a callback raised {type(first).__name__}: {first}{more}") from first
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Run what is queued, then stop. Joins the dispatcher thread (bounded; never the current thread)."""
-        if self._stopped:
-            return
-        self._queue.put(_STOP)
+        """Run what is queued, then stop. Joins the dispatcher thread (bounded; never the current
+        thread), also when called again."""
         with self._start_lock:
-            self._stopped = True
+            if not self._stopped:  # a later call only joins (every caller sees the thread end)
+                self._queue.put(_STOP)
+                self._stopped = True
             thread = self._thread
         if thread is not None and thread.ident != threading.get_ident():
-            thread.join(timeout)
+            thread.join(max(0.0, timeout))
             if thread.is_alive():
                 self._log.warning("a callback is still running %.1f s after close(); not waiting for it", timeout)
 

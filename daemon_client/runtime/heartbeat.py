@@ -2,7 +2,8 @@
 
 Driven by the client's timer thread (ticks and pong deadlines) and the reader thread
 (``on_pong``). Each connection gets a fresh generation, so timers of an old
-connection never act on a new one.
+connection never act on a new one. A ping is queued for the writer thread: a tick
+never waits for a socket write, so a daemon that stops reading is still noticed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class HeartbeatMonitor:
         self._send_ping = send_ping
         self._on_dead = on_dead
         self._lock = threading.Lock()
+        # Guarded by _lock (timer thread, reader thread, and the connection's threads):
         self._generation = 0
         self._outstanding: int | None = None  # probe number awaiting a pong
         self._probes = 0

@@ -19,6 +19,7 @@ class Memo(Generic[T]):
     __slots__ = ("_error", "_fn", "_lock", "_state", "_value")
 
     def __init__(self, fn: Callable[[], T]) -> None:
+        # Written once under _lock; _state is read without it (double-checked: set last).
         self._fn: Callable[[], T] | None = fn
         self._lock = threading.Lock()
         self._state = 0  # 0: not computed, 1: value, 2: error

@@ -3,11 +3,13 @@
 The reader thread calls :meth:`PushRegistry.route` for every message that is not a
 reply; it looks up listeners in an immutable snapshot (copy-on-write, so routing takes
 no lock) and posts each call to the dispatcher. Listeners are added and removed from
-any thread.
+any thread, callbacks included; a removed listener hears nothing afterwards, not even
+calls already queued for it.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -19,19 +21,37 @@ from daemon_client.protocol.models import SessionMessage
 from daemon_client.runtime.requests import settle
 
 PushHandler = Callable[[SessionMessage], None]
-Post = Callable[[Callable[[], None]], None]
+Post = Callable[[Callable[[], None]], object]
 
 _log = logging.getLogger("daemon_client.runtime.pushes")
 _ALL = "*"
 
 
+class _Listener:
+    """One registration; ``active`` is cleared by its remover and read when a call runs."""
+
+    __slots__ = ("active", "handler")
+
+    def __init__(self, handler: PushHandler) -> None:
+        self.handler = handler
+        self.active = True
+
+    def deliver(self, message: SessionMessage) -> None:
+        if self.active:
+            self.handler(message)
+
+
 class PushRegistry:
-    """Listeners keyed by message type (or every type), with lock-free routing."""
+    """Listeners keyed by message type (or every type), with lock-free routing.
+
+    ``_by_type``, ``_routers`` and ``_watchers`` are copy-on-write: replaced under ``_lock``,
+    read without it by the reader thread.
+    """
 
     def __init__(self, post: Post) -> None:
         self._post = post
         self._lock = threading.Lock()
-        self._by_type: dict[str, tuple[PushHandler, ...]] = {}
+        self._by_type: dict[str, tuple[_Listener, ...]] = {}
         self._routers: dict[str, PushHandler] = {}
         self._watchers: tuple[tuple[frozenset[str], Callable[[SessionMessage], bool], Future[SessionMessage]], ...] = ()
 
@@ -60,21 +80,21 @@ class PushRegistry:
     def add(self, handler: PushHandler, message_types: Iterable[str] | None = None) -> Callable[[], None]:
         """Deliver matching pushes to ``handler`` on the callback thread; returns the remover."""
         keys = tuple(message_types) if message_types is not None else (_ALL,)
+        listener = _Listener(handler)
         with self._lock:
             table = dict(self._by_type)
             for key in keys:
-                table[key] = (*table.get(key, ()), handler)
+                table[key] = (*table.get(key, ()), listener)
             self._by_type = table
 
         def remove() -> None:
+            listener.active = False
             with self._lock:
                 table = dict(self._by_type)
                 for key in keys:
-                    handlers = list(table.get(key, ()))
-                    if handler in handlers:
-                        handlers.remove(handler)
-                    if handlers:
-                        table[key] = tuple(handlers)
+                    listeners = tuple(entry for entry in table.get(key, ()) if entry is not listener)
+                    if listeners:
+                        table[key] = listeners
                     else:
                         table.pop(key, None)
                 self._by_type = table
@@ -95,8 +115,8 @@ class PushRegistry:
                 _log.debug("no listener for %s", preview(message.type, 80))
             return
         post = self._post
-        for handler in handlers:
-            post(lambda handler=handler: handler(message))  # type: ignore[misc]
+        for listener in handlers:
+            post(functools.partial(listener.deliver, message))
 
     def _check_watchers(self, message: SessionMessage) -> None:
         for types, predicate, future in self._watchers:
@@ -117,7 +137,7 @@ class RouteTable(Generic[T]):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._routes: dict[str, T] = {}
+        self._routes: dict[str, T] = {}  # copy-on-write: replaced under _lock, read without it
 
     def add(self, key: str, target: T) -> None:
         with self._lock:

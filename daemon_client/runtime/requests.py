@@ -11,6 +11,7 @@ and are written in order once the handshake completes.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import threading
@@ -25,7 +26,8 @@ from daemon_client.runtime.timers import Timer, TimerThread
 
 _log = logging.getLogger("daemon_client.runtime.requests")
 T = TypeVar("T")
-Post = Callable[[Callable[[], None]], None]
+Post = Callable[[Callable[[], None]], "bool | None"]
+"""Queue a job for the callback thread; ``False`` means not queued (the client is closed)."""
 SettleHook = Callable[[dict[str, Any] | None, BaseException | None], None]
 """Internal hook told how a request ended, before its future is settled. It runs on the
 thread that settles it (reader, timer, or the thread failing it) and must not block."""
@@ -33,7 +35,12 @@ thread that settles it (reader, timer, or the thread failing it) and must not bl
 
 class CallbackFuture(Future[T]):
     """A future whose done-callbacks run on the client's callback thread, never on the
-    internal thread (reader, timer) that completes it."""
+    internal thread (reader, timer) that completes it.
+
+    Every done-callback runs exactly once, whenever it is added: once the client is closed
+    (its callback thread stopped), a callback added then runs at once on the adding thread,
+    as with a plain :class:`~concurrent.futures.Future`.
+    """
 
     def __init__(self, post: Post) -> None:
         super().__init__()
@@ -43,7 +50,9 @@ class CallbackFuture(Future[T]):
         post = self._post
 
         def forward(fut: Future[T]) -> None:
-            post(lambda: _call(fn, fut))
+            job = functools.partial(_call, fn, fut)
+            if post(job) is False:
+                _call_isolated(job)
 
         super().add_done_callback(forward)
 
@@ -53,6 +62,13 @@ ReplyFuture = CallbackFuture[dict[str, Any]]
 
 def _call(fn: Callable[[Future[T]], object], fut: Future[T]) -> None:
     fn(fut)
+
+
+def _call_isolated(job: Callable[[], None]) -> None:
+    try:
+        job()
+    except Exception:  # noqa: BLE001 - as concurrent.futures does for its own callbacks
+        _log.exception("a done-callback raised")
 
 
 class PendingRequest:
@@ -75,8 +91,8 @@ class PendingRequest:
         self.matcher = matcher
         self.frame = frame
         self.future = future
-        self.timer: Timer | None = None
-        self.sent_at: float | None = None
+        self.timer: Timer | None = None  # set and read under RequestTable._lock
+        self.sent_at: float | None = None  # set once when written (reader or caller); read for messages only
         self.timeout = timeout
         self.on_settle: SettleHook | None = None
 
@@ -99,9 +115,9 @@ class RequestTable:
         self._timers = timers
         self._post = post
         self._lock = threading.Lock()
-        self._pending: dict[str, PendingRequest] = {}
-        self._queued: list[PendingRequest] = []
-        self._ids = itertools.count(1)
+        self._pending: dict[str, PendingRequest] = {}  # guarded by _lock
+        self._queued: list[PendingRequest] = []  # guarded by _lock
+        self._ids = itertools.count(1)  # next() on a count is atomic: any thread
         self._prefix = id_prefix
 
     def new_request_id(self) -> str:
@@ -132,7 +148,8 @@ class RequestTable:
             self._pending[request_id] = entry
             if queued:
                 self._queued.append(entry)
-        entry.timer = self._timers.schedule(timeout, lambda: self.expire(request_id))
+            # Under the lock: whoever pops the entry sees its timer and cancels it.
+            entry.timer = self._timers.schedule(timeout, lambda: self.expire(request_id))
         return entry
 
     def take_queued(self) -> list[PendingRequest]:
@@ -150,8 +167,9 @@ class RequestTable:
             entry = self._pending.pop(request_id, None)
             if entry is not None and self._queued and entry in self._queued:
                 self._queued.remove(entry)
-        if entry is not None and entry.timer is not None:
-            entry.timer.cancel()
+            timer = entry.timer if entry is not None else None
+        if timer is not None:
+            timer.cancel()
         return entry
 
     def resolve(self, request_id: object, message_type: str, payload: dict[str, Any]) -> bool:
@@ -165,8 +183,9 @@ class RequestTable:
             if message_type == "status" and not entry.matcher.matches(message_type, payload):
                 return False  # a status push that echoes the id (progress, a new status): not the reply
             del self._pending[request_id]
-        if entry.timer is not None:
-            entry.timer.cancel()
+            timer = entry.timer
+        if timer is not None:
+            timer.cancel()
         if message_type == "rpc_error":
             error = payload.get("error")
             code = payload.get("code")
@@ -214,10 +233,11 @@ class RequestTable:
             entries: Iterable[PendingRequest] = list(self._pending.values())
             self._pending.clear()
             self._queued.clear()
+            timers = [entry.timer for entry in entries if entry.timer is not None]
+        for timer in timers:
+            timer.cancel()
         count = 0
         for entry in entries:
-            if entry.timer is not None:
-                entry.timer.cancel()
             if entry.finish(error=make_error(entry)):
                 count += 1
         return count

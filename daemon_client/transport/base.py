@@ -2,7 +2,8 @@
 
 A transport carries whole frames. The connection supervisor's reader thread is the
 only caller of :meth:`Transport.recv`; every other method may be called from any
-thread (the client serialises ``send_text`` behind its own send lock).
+thread (the client calls ``send_text`` and ``close`` from one writer thread per socket, and
+``abort`` from any thread; ``abort`` must end a ``connect``, ``send_text`` or ``recv`` in progress).
 """
 
 from __future__ import annotations

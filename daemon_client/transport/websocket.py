@@ -11,8 +11,11 @@ frames, a stray continuation, a masked frame, a bad close frame) fails the conne
 close 1002 (1007 for a close reason that is not UTF-8); a close frame is answered with the
 same code, or with an empty close frame when it carried none (1005 is never sent).
 
-``recv`` runs on the client's reader thread; ``send_text`` on any thread (serialised here
-too, since the reader answers pings and close frames); ``abort`` and ``close`` on any thread.
+``recv`` runs on the client's reader thread; ``send_text`` and ``close`` on the client's writer
+thread (serialised here too); ``abort`` on any thread. The replies ``recv`` owes the peer (pong,
+close echo) go to the control sink when one is set (the client's writer thread), so the reading
+thread never blocks on a write; only failing the connection on a protocol violation writes from
+the reader, with a bounded wait.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import websocket as wsc
 
@@ -61,8 +65,27 @@ class WebSocketTransport:
         self._subprotocol: str | None = None
         self._send_lock = threading.Lock()
         self._close_lock = threading.Lock()
-        self._closed = False
+        self._closed = False  # guarded by _close_lock
         self._connected = False
+        self._control_sink: Callable[[Callable[[], None]], None] | None = None  # set before recv() runs
+
+    def set_control_sink(self, sink: Callable[[Callable[[], None]], None]) -> None:
+        """Hand the replies that ``recv`` owes the peer (pong, close echo) to ``sink``, which
+        runs them later on the thread that writes; without a sink ``recv`` writes them itself."""
+        self._control_sink = sink
+
+    def _reply(self, frame: bytes, *, closing: bool = False) -> None:
+        """Send a control frame ``recv`` owes the peer: through the sink if there is one."""
+
+        def run() -> None:
+            with contextlib.suppress(OSError, TransportError):
+                self._send(frame, closing=closing)
+
+        sink = self._control_sink
+        if sink is None:
+            run()
+        else:
+            sink(run)
 
     @property
     def selected_subprotocol(self) -> str | None:
@@ -147,8 +170,7 @@ class WebSocketTransport:
                 self._answer_close(closing[0])
                 raise TransportClosed(*closing)
             if opcode == OP_PING:
-                with contextlib.suppress(OSError, TransportError):
-                    self._send(_frame(data, OP_PONG))
+                self._reply(_frame(data, OP_PONG))
                 continue
             if opcode == OP_BINARY:
                 raise FrameRejected(f"binary frame of {len(data)} bytes ignored", preview=data[:200], binary=True)
@@ -160,8 +182,7 @@ class WebSocketTransport:
             if self._closed:
                 return
             self._closed = True
-        with contextlib.suppress(OSError, TransportError):
-            self._send(_frame(close_payload(code), OP_CLOSE), closing=True)
+        self._reply(_frame(close_payload(code), OP_CLOSE), closing=True)
 
     def _fail(self, violation: ProtocolViolation) -> None:
         """Reader thread: _Fail the WebSocket Connection_ (RFC 6455 7.1.7): send close with the
@@ -174,6 +195,7 @@ class WebSocketTransport:
         if sock is None:
             return
         with contextlib.suppress(OSError, TransportError):
+            sock.settimeout(_LINGER_SECONDS)  # a peer that does not read cannot hold the reader
             self._send(_frame(close_payload(violation.code, str(violation)), OP_CLOSE), closing=True)
         deadline = time.monotonic() + _LINGER_SECONDS
         with contextlib.suppress(OSError):

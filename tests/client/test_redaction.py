@@ -99,7 +99,7 @@ def test_no_carrier_lets_the_secret_out_of_the_client(sink: Sink, carrier: dict[
 
         try:
             info = client.connect()
-            client._connection.add_restore_hook(failing_restore_hook)
+            client._connection.add_hooks(failing_restore_hook)
             sink.add(info, client, client._connection._opts, fake.connections[0].socket)
             assert client.request({"type": "echo_request", "value": 1})["echo"] == 1
             slow = client.request_async({"type": "slow_request"}, timeout=30)

@@ -189,7 +189,7 @@ def test_restore_hooks_run_after_each_handshake_before_queued_requests(fakes, ma
         calls.append((host_kind, reconnected))
         futures.append(client._connection.submit({"type": "echo_request", "value": "restore"}, 5, direct=True))
 
-    client._connection.add_restore_hook(hook)
+    client._connection.add_hooks(hook)
     client.connect()
     assert futures[0].result(5)["echo"] == "restore"
     fake.drop_connections()

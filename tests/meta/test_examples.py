@@ -102,7 +102,12 @@ def test_follow_timeline_recovers_after_a_reconnect(run: Run, kind: str) -> None
 
 def test_follow_timeline_refetches_a_replaced_history(run: Run, embedded_fakes: list[FakeDaemon]) -> None:
     def replace() -> None:
-        time.sleep(0.6)
+        # Once the example's subscription is live on its embedded daemon (it started the
+        # daemon and subscribed), replace every history.
+        deadline = time.monotonic() + 10.0
+        while not (embedded_fakes and embedded_fakes[0].timeline.subscriptions()):
+            assert time.monotonic() < deadline, "the example never subscribed"
+            time.sleep(0.01)  # polls a condition nothing signals; bounded
         fake = embedded_fakes[0]
         for agent in fake.agents.all():
             fake.timeline.replace_history(agent["id"])

@@ -385,17 +385,42 @@ def test_releasing_while_disconnected_empties_the_selective_unions_after_the_rec
     assert frames == []
 
 
+class SignallingLock:
+    """Wraps a lock and sets ``asked`` when a thread finds it held (it then waits, bounded)."""
+
+    def __init__(self, inner: Any, asked: threading.Event) -> None:
+        self._inner = inner
+        self._asked = asked
+
+    def __enter__(self) -> SignallingLock:
+        if not self._inner.acquire(blocking=False):
+            self._asked.set()
+            if not self._inner.acquire(timeout=5.0):
+                raise AssertionError("the lock was never released")
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._inner.release()
+
+
 def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, make_client, monkeypatch) -> None:
     """Regression (BUG_UNION_ORDER, fixed in c438caf): unions were computed under the manager's lock
     but written after it, so a release's ``[]`` could reach the daemon after a newer subscribe's
-    ``[a3]`` was acknowledged: a LIVE, ready handle then got nothing (silent loss)."""
+    ``[a3]`` was acknowledged: a LIVE, ready handle then got nothing (silent loss).
+
+    The release computes ``[]`` and is held right before writing it until the subscribe has
+    asked for the union (found the union lock held), or has written its own union (the bug)."""
     from daemon_client.subscriptions import membership
 
     send_union = membership.MembershipManager._send_union
+    reached, racing = threading.Event(), threading.Event()
 
     def preempted(self: Any, union: frozenset[str], *, direct: bool) -> Any:
         if threading.current_thread().name == "preempted":
-            time.sleep(0.3)  # what a GIL switch or a busy send lock does between computing and writing
+            reached.set()
+            assert racing.wait(5.0), "the racing subscribe never asked for the union"
+        else:
+            racing.set()
         return send_union(self, union, direct=direct)
 
     monkeypatch.setattr(membership.MembershipManager, "_send_union", preempted)
@@ -404,11 +429,14 @@ def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, mak
     fake.agents.upsert("a3")
     client = make_client(fake)
     client.connect()
+    manager = client._namespaces.timelines()
+    manager._union_lock = SignallingLock(manager._union_lock, racing)  # type: ignore[assignment]
     first = client.agents.ref("a1").timeline.subscribe(lambda update: None)
     first.ready.result(5)
+    racing.clear()
     releasing = threading.Thread(target=first.release, name="preempted")
-    releasing.start()  # computes the union [] and is preempted before writing it
-    time.sleep(0.05)
+    releasing.start()  # computes the union [] and is held before writing it
+    assert reached.wait(5.0)
     seen: list[int | None] = []
     later = client.agents.ref("a3").timeline.subscribe(lambda update: seen.append(update.seq))
     later.ready.result(5)  # [a3] written and acknowledged

@@ -100,7 +100,7 @@ def _stream(fake: FakeDaemon, client: dc.Client, count: int) -> None:
 def quiet_frames(caplog: pytest.LogCaptureFixture) -> None:
     """The suite logs every frame at DEBUG (the client's frame log and the loopback server's
     websockets log); a million of them would measure the log, not the client."""
-    caplog.set_level(logging.INFO, logger="daemon_client.runtime.connection.frames")
+    caplog.set_level(logging.INFO, logger="daemon_client.connection.frames")  # the client logger's frame log
     caplog.set_level(logging.INFO, logger="daemon_client.testing.fake.loopback")
 
 

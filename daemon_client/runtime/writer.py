@@ -1,0 +1,196 @@
+"""The write path of one socket: a bounded outbound queue served by the writer thread.
+
+Threads:
+
+* the **writer thread** (``…-writer``, one per socket, started after the TCP/WebSocket
+  connect and joined by the reader when the socket ends) is the only thread that writes
+  to the socket: text frames, control-frame replies (pong, close echo) and the client's
+  own close frame, in order.
+* **any thread** queues frames with :meth:`Writer.send`, which never blocks: it raises
+  :class:`~daemon_client.errors.ConnectionLost` when the socket is gone or when the queue
+  already holds ``max_queued`` characters (a daemon that stopped reading).
+* the **timer thread** runs the stall watchdog: a single write still in progress after
+  ``stall_after`` seconds calls ``on_stall`` (the connection then aborts the socket, which
+  ends the write, and reconnects).
+
+So no caller, timer or the reader ever waits for a socket write; only this thread does,
+and ``Transport.abort()`` (from any thread) ends that wait.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from daemon_client.errors import ConnectionLost
+from daemon_client.protocol.codec import preview
+from daemon_client.runtime.timers import Timer, TimerThread
+from daemon_client.transport.base import Transport
+
+MAX_QUEUED_CHARS = 64 * 1024 * 1024
+"""Characters of text frames that may wait to be written; one frame is always accepted."""
+
+ControlReply = Callable[[], None]
+_Item = str | ControlReply
+
+
+class Writer:
+    """Writes one socket's frames in order on its own thread. See the module docstring."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        name: str,
+        timers: TimerThread,
+        stall_after: float | None,
+        on_stall: Callable[[float], None],
+        logger: logging.Logger,
+        max_queued: int | None = None,
+    ) -> None:
+        self._transport = transport
+        self._timers = timers
+        self._stall_after = stall_after
+        self._on_stall = on_stall
+        self._log = logger
+        self._max_queued = MAX_QUEUED_CHARS if max_queued is None else max_queued
+        self._cond = threading.Condition(threading.Lock())
+        # Everything below is guarded by _cond.
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._queued_chars = 0
+        self._accepting = True  # text frames accepted
+        self._finishing = False  # no more text frames: write what is left (control, close), then end
+        self._close: tuple[int, str] | None = None  # the client's close frame, written last
+        self._busy_since: float | None = None  # when the write in progress began
+        self._watchdog: Timer | None = None
+        self._ended = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    # ------------------------------------------------------------------ any thread
+    def start(self) -> None:
+        self._thread.start()
+
+    def send(self, text: str) -> None:
+        """Queue one text frame. Never blocks; raises ``ConnectionLost`` if it cannot be queued."""
+        with self._cond:
+            if not self._accepting:
+                raise ConnectionLost("Connection lost")
+            if self._queue and self._queued_chars + len(text) > self._max_queued:
+                raise ConnectionLost(
+                    f"the daemon is not reading: {self._queued_chars} characters already wait to be "
+                    "sent on this connection; the message was not sent"
+                )
+            self._queue.append(text)
+            self._queued_chars += len(text)
+            self._cond.notify()
+
+    def call(self, reply: ControlReply) -> None:
+        """Run ``reply`` (a pong or a close echo the transport built) on the writer thread,
+        after the frame being written. Dropped once the writer has ended."""
+        with self._cond:
+            if self._ended:
+                return
+            self._queue.append(reply)
+            self._cond.notify()
+
+    def finish(self, close: tuple[int, str] | None = None, *, flush: bool = False) -> bool:
+        """Stop taking frames; write what control replies are queued (and, with ``flush``, the
+        queued frames too, else they are dropped) and, with ``close=(code, reason)``, a close
+        frame; then end. Never blocks.
+
+        Returns ``False`` when a write is in progress (it may be stalled): the caller should
+        then abort the transport rather than wait for the close frame.
+        """
+        with self._cond:
+            self._accepting = False
+            self._finishing = True
+            if not flush:
+                kept = [item for item in self._queue if not isinstance(item, str)]
+                self._queue.clear()
+                self._queue.extend(kept)
+                self._queued_chars = 0
+            if close is not None and self._close is None:
+                self._close = close
+            self._cond.notify()
+            return self._busy_since is None
+
+    def join(self, timeout: float) -> bool:
+        """Wait (bounded) for the thread to end; True if it has (or never started)."""
+        if self._thread.ident is None or self._thread is threading.current_thread():
+            return True
+        self._thread.join(max(0.0, timeout))
+        return not self._thread.is_alive()
+
+    @property
+    def queued_chars(self) -> int:
+        with self._cond:
+            return self._queued_chars
+
+    # ------------------------------------------------------------------ writer thread
+    def _next(self) -> _Item | tuple[int, str] | None:
+        with self._cond:
+            while not self._queue and not self._finishing:
+                self._cond.wait()
+            if self._queue:
+                item: _Item | tuple[int, str] = self._queue.popleft()
+                if isinstance(item, str):
+                    self._queued_chars -= len(item)
+            elif self._close is not None:
+                item, self._close = self._close, None
+            else:
+                return None
+            self._busy_since = time.monotonic()
+            if self._watchdog is None and self._stall_after is not None:
+                self._watchdog = self._timers.schedule(self._stall_after, self._check_stall)
+            return item
+
+    def _run(self) -> None:
+        transport = self._transport
+        try:
+            while True:
+                item = self._next()
+                if item is None:
+                    return
+                try:
+                    if isinstance(item, str):
+                        transport.send_text(item)
+                    elif isinstance(item, tuple):
+                        transport.close(*item)
+                    else:
+                        item()
+                except Exception as exc:  # noqa: BLE001 - a failed write ends the socket
+                    self._log.debug("write failed: %s", preview(str(exc), 200))
+                    transport.abort()  # the reader sees the socket end and reports it
+                    return
+                finally:
+                    with self._cond:
+                        self._busy_since = None
+        finally:
+            with self._cond:
+                self._ended = True
+                self._accepting = False
+                self._finishing = True
+                self._queue.clear()
+                self._queued_chars = 0
+                watchdog, self._watchdog = self._watchdog, None
+            if watchdog is not None:
+                watchdog.cancel()
+
+    # ------------------------------------------------------------------ timer thread
+    def _check_stall(self) -> None:
+        """Timer thread: call ``on_stall`` if one write has been in progress for too long."""
+        limit = self._stall_after
+        assert limit is not None
+        with self._cond:
+            self._watchdog = None
+            since = self._busy_since
+            if since is None or self._ended:
+                return  # idle: re-armed by the next write
+            stalled = time.monotonic() - since
+            if stalled < limit:
+                self._watchdog = self._timers.schedule(limit - stalled, self._check_stall)
+                return
+        self._on_stall(stalled)
