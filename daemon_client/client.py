@@ -42,6 +42,7 @@ from daemon_client.transport.websocket import WebSocketTransport
 
 if TYPE_CHECKING:
     from daemon_client.agents import AgentsNamespace
+    from daemon_client.config_namespace import ConfigNamespace
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
     from daemon_client.workspaces import WorkspacesNamespace
@@ -59,6 +60,10 @@ class Client:
             ``PASEO_URL`` is not read. Raises ``ValueError`` for a malformed address.
         password: the daemon's password. Default: the ``password=`` of a ``tcp://`` address,
             else ``PASEO_PASSWORD``, else none.
+        auth_header: a complete ``Authorization`` header value (``"Bearer <token>"``,
+            ``"Basic …"``) for a proxy in front of the daemon, sent verbatim on the WebSocket
+            upgrade only when no password is set (a password wins, as in the TypeScript SDK).
+            Never logged; hidden from reprs like the password.
         client_id: the id the daemon keys this client's session by; unique per
             instance and stable across its reconnects. Default ``daemon-client-<uuid4>``.
         app_version: the Paseo version announced in ``hello`` (not this package's).
@@ -79,6 +84,7 @@ class Client:
         url: str | None = None,
         *,
         password: str | None = None,
+        auth_header: str | None = None,
         client_id: str | None = None,
         app_version: str = DEFAULT_APP_VERSION,
         connect_timeout: float = 15.0,
@@ -98,6 +104,10 @@ class Client:
             raise ValueError("timeouts must be > 0")
         if isinstance(max_frame_bytes, bool) or not isinstance(max_frame_bytes, int) or max_frame_bytes < 4096:
             raise ValueError(f"max_frame_bytes must be an integer of at least 4096, got {max_frame_bytes!r}")
+        if auth_header is not None and (
+            not isinstance(auth_header, str) or not auth_header.strip() or any(c in auth_header for c in "\r\n\0")
+        ):
+            raise ValueError("auth_header must be a non-blank header value on one line")
         self._log = logger or logging.getLogger("daemon_client")
         warning = check_app_version(app_version)
         if warning:
@@ -117,11 +127,14 @@ class Client:
         self._timers = TimerThread(f"{self._name}-timer")
         self._requests = RequestTable(self._timers, self._dispatcher.post)
         self._pushes = PushRegistry(self._dispatcher.post)
+        secret = password_from_env(password if password is not None else resolution.target.password)
+        if secret and auth_header:
+            self._log.debug("a password is set: auth_header is not sent")
         options = ConnectionOptions(
             targets=self._targets,
             client_id=self._client_id,
             app_version=app_version,
-            password=password_from_env(password if password is not None else resolution.target.password),
+            password=secret,
             connect_timeout=connect_timeout,
             reconnect=reconnect or ReconnectPolicy(),
             heartbeat=heartbeat or Heartbeat(),
@@ -129,6 +142,7 @@ class Client:
             ssl_context=ssl_context,
             max_frame_bytes=max_frame_bytes,
             rng=rng,
+            auth_header=auth_header,
         )
         self._connection = Connection(
             options,
@@ -167,6 +181,11 @@ class Client:
     def projects(self) -> ProjectsNamespace:
         """The project list, its updates and a live cache."""
         return self._namespaces.projects()
+
+    @property
+    def config(self) -> ConfigNamespace:
+        """The daemon's mutable configuration: ``get``, ``patch``, ``subscribe``."""
+        return self._namespaces.config()
 
     # ------------------------------------------------------------------ lifecycle
     def connect(self, timeout: float | None = None) -> ServerInfo:

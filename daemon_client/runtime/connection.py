@@ -71,6 +71,7 @@ class ConnectionOptions:
     ssl_context: Any = None
     max_frame_bytes: int = 64 * 1024 * 1024
     rng: random.Random | None = None
+    auth_header: str | None = attrs.field(default=None, repr=False)
 
 
 class Connection(ReaderLoop):
@@ -114,7 +115,7 @@ class Connection(ReaderLoop):
         self._wake = threading.Event()
         self._closing = False
         self._ever_connected = False
-        self._headers, self._subprotocols = auth_carriers(options.password)
+        self._headers, self._subprotocols = auth_carriers(options.password, options.auth_header)
         self._hello_text = encode_hello(build_hello(options.client_id, options.app_version, options.password))
         self._heartbeat = HeartbeatMonitor(options.heartbeat, timers, self._send_ping, self._heartbeat_dead)
 

@@ -38,11 +38,17 @@ def build_hello(client_id: str, app_version: str, password: str | None) -> Hello
     )
 
 
-def auth_carriers(password: str | None) -> tuple[dict[str, str], tuple[str, ...]]:
-    """Upgrade headers and subprotocols carrying ``password`` (only if it is token-safe)."""
-    if not password or not is_token_safe(password):
-        return {}, ()
-    return {"Authorization": f"Bearer {password}"}, (f"paseo.bearer.{password}",)
+def auth_carriers(password: str | None, auth_header: str | None = None) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Upgrade headers and subprotocols carrying ``password`` (only if it is token-safe), else
+    ``auth_header`` verbatim as ``Authorization`` (for a proxy; ignored when a password is set,
+    as in the TypeScript SDK, protocol-surface.md 12.7)."""
+    if password:
+        if not is_token_safe(password):
+            return {}, ()
+        return {"Authorization": f"Bearer {password}"}, (f"paseo.bearer.{password}",)
+    if auth_header:
+        return {"Authorization": auth_header}, ()
+    return {}, ()
 
 
 @attrs.frozen
