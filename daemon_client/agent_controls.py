@@ -20,6 +20,7 @@ from daemon_client.protocol.agent_settings import (
     AttentionCleared,
     ForkContext,
     SettingResult,
+    reply_fields,
 )
 from daemon_client.protocol.agents import AgentSnapshot
 from daemon_client.protocol.lenient import structure, structure_each
@@ -116,7 +117,7 @@ class AgentControls:
         it fails: that surfaces as ``RequestTimeout``."""
         payload = self._context.request({"type": "clear_agent_attention", "agentId": self.id}, timeout=timeout)
         check_reply(payload, "clear_agent_attention")
-        cleared = structure(payload, AttentionCleared)
+        cleared = structure(reply_fields(payload), AttentionCleared)
         mine = next((agent for agent in cleared.agents if agent.id == self.id), None)
         if mine is not None:
             self.note_snapshot(mine)
@@ -159,12 +160,12 @@ class AgentControls:
             message["boundaryMessageId"] = boundary_message_id
         payload = self._context.request(message, timeout=timeout)
         check_reply(payload, FORK_CONTEXT)
-        return structure(payload, ForkContext)
+        return structure(reply_fields(payload), ForkContext)
 
     def _setting(self, request_type: str, fields: Mapping[str, Any], timeout: float | None) -> SettingResult:
         payload = self._context.request({"type": request_type, "agentId": self.id, **fields}, timeout=timeout)
         check_reply(payload, request_type, accepted_field="accepted", missing="the daemon did not accept the change")
-        return structure(payload, SettingResult)
+        return structure(reply_fields(payload), SettingResult)
 
 
 def _check_text(value: object, name: str) -> None:

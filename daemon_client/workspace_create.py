@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon_client.errors import ProtocolError, check_reply
 from daemon_client.host_gates import require_feature
+from daemon_client.protocol.agent_settings import reply_fields
 from daemon_client.protocol.lenient import structure, structure_each
 from daemon_client.protocol.models import ServerInfo
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
@@ -119,7 +120,7 @@ def archive_worktree(
             message[field] = value
     payload = context.request(message, timeout=timeout)
     check_reply(payload, "paseo_worktree_archive_request", accepted_field="success")
-    return structure(payload, WorktreeArchive)
+    return structure(reply_fields(payload), WorktreeArchive)
 
 
 class WorkspaceAgents:

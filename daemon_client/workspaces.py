@@ -245,7 +245,9 @@ class WorkspacesNamespace(
         legacy = not newest_workspaces(self._context.server_info)
         known = self.ref(workspace_id).current()
         if legacy and known is not None and known.workspace_kind == "worktree":
-            self.archive_worktree(worktree_path=known.directory, timeout=timeout)
+            self.archive_worktree(
+                worktree_path=known.directory, repo_root=known.project_root_path or None, timeout=timeout
+            )
             return None
         payload = self._context.request(
             {"type": "archive_workspace_request", "workspaceId": workspace_id}, timeout=timeout

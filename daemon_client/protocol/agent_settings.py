@@ -84,3 +84,13 @@ class AttentionCleared:
 
     agents: tuple[AgentSnapshot, ...] = ()
     extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
+
+
+REPLY_ENVELOPE = frozenset({"requestId", "error"})
+"""Keys of a reply payload that belong to the request, not to the result (the error is checked
+before the result is read)."""
+
+
+def reply_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A reply payload without its envelope keys, ready to be read as a result model."""
+    return {key: value for key, value in payload.items() if key not in REPLY_ENVELOPE}
