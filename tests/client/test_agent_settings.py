@@ -271,10 +271,11 @@ def test_wait_for_finish_outcomes(connected: Connected, kind: str) -> None:
     timed_out = agent.wait_for_finish(timeout=0.2)
     assert (timed_out.status, timed_out.outcome) == ("timeout", None)
     waits: list[dc.RunResult] = []
+    since = len(fake.received)
     waiter = threading.Thread(target=lambda: waits.append(agent.wait_for_finish(timeout=10)))
     waiter.start()
     try:
-        fake.wait_for_frame(lambda f: f.message_type == "wait_for_finish_request", since=len(fake.received))
+        fake.wait_for_frame(lambda f: f.message_type == "wait_for_finish_request", since=since)
         assert fake.runs.finish(agent.id)  # the turn started before the wait completes
     finally:
         waiter.join(15)
