@@ -4,9 +4,10 @@ protocol.md 12.5, transcript 17).
 Handlers of ``create_paseo_worktree_request``, ``paseo_worktree_list_request`` and
 ``paseo_worktree_archive_request`` (every host), and on hosts with
 ``features.workspaceMultiplicity`` of ``workspace.create.request`` and
-``workspace.title.set.request``. On broadcast (0.1.65-like) hosts ``archive_workspace_request``
-refuses a worktree workspace in its reply (``"Use worktree archive for Paseo worktrees"``);
-other workspaces are archived by the directory's own handler.
+``workspace.title.set.request``. ``archive_workspace_request`` of a worktree workspace is
+refused in its reply on broadcast (0.1.65-like) hosts (``"Use worktree archive for Paseo
+worktrees"``) and archives the worktree on newer hosts; other workspaces are archived by the
+directory's own handler.
 
 Worktrees live in ``/home/dev/.paseo/worktrees/<8 hex>/<slug>`` of a repository in
 :attr:`FakeWorktrees.repositories` (any path inside one is accepted as ``cwd``); a new worktree's
@@ -65,9 +66,8 @@ class FakeWorktrees:
         if self.newest:
             registry.register("workspace.create.request", self._handle_create, required=("source",))
             registry.register("workspace.title.set.request", self._handle_title, required=("workspaceId", "title"))
-        if self.host_kind is HostKind.BROADCAST:
-            self._archive_workspace = registry.handler_for("archive_workspace_request")
-            registry.register("archive_workspace_request", self._handle_archive_workspace)
+        self._archive_workspace = registry.handler_for("archive_workspace_request")
+        registry.register("archive_workspace_request", self._handle_archive_workspace)
 
     # -- test thread ---------------------------------------------------------------------------
 
@@ -180,6 +180,16 @@ class FakeWorktrees:
 
     def _handle_archive(self, ctx: RequestContext) -> None:
         path, branch = ctx.message.get("worktreePath"), ctx.message.get("branchName")
+        removed = self._archive(path, branch)
+        if removed is None:
+            error = {"code": "NOT_ALLOWED", "message": f"Not a Paseo worktree: {path or branch}"}
+            ctx.reply({"success": False, "removedAgents": [], "error": error})
+            return
+        ctx.reply({"success": True, "removedAgents": removed, "error": None})
+
+    def _archive(self, path: object, branch: object) -> list[str] | None:
+        """Archive a worktree (by path or branch): its agents, then its workspace; the archived
+        agent IDs, or ``None`` when there is no such worktree."""
         with self.lock:
             row = self._worktrees.get(path) if isinstance(path, str) else None
             if row is None and isinstance(branch, str):
@@ -187,9 +197,7 @@ class FakeWorktrees:
             if row is not None:
                 del self._worktrees[row["worktreePath"]]
         if row is None:
-            error = {"code": "NOT_ALLOWED", "message": f"Not a Paseo worktree: {path or branch}"}
-            ctx.reply({"success": False, "removedAgents": [], "error": error})
-            return
+            return None
         worktree = row["worktreePath"]
         removed = [a["id"] for a in self.daemon.agents.all() if _inside(str(a.get("cwd")), worktree)]
         for agent_id in removed:
@@ -199,13 +207,17 @@ class FakeWorktrees:
             if workspace.get("workspaceDirectory") == worktree:
                 self.daemon.workspaces.upsert(workspace["id"], archivingAt=iso_now())
                 self.daemon.workspaces.remove(workspace["id"])
-        ctx.reply({"success": True, "removedAgents": removed, "error": None})
+        return removed
 
     def _handle_archive_workspace(self, ctx: RequestContext) -> None:
         workspace_id = ctx.message["workspaceId"]
         workspace = self.daemon.workspaces.get(workspace_id) if isinstance(workspace_id, str) else None
         if workspace is not None and workspace.get("workspaceKind") == "worktree":
-            ctx.reply({"workspaceId": workspace_id, "archivedAt": None, "error": _REFUSAL})
+            if self.host_kind is HostKind.BROADCAST:
+                ctx.reply({"workspaceId": workspace_id, "archivedAt": None, "error": _REFUSAL})
+                return
+            self._archive(workspace.get("workspaceDirectory"), None)
+            ctx.reply({"workspaceId": workspace_id, "archivedAt": iso_now(), "error": None})
             return
         if self._archive_workspace is not None:
             self._archive_workspace(ctx)
