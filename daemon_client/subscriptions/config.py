@@ -184,6 +184,10 @@ class ConfigManager(Generic[C]):
         try:
             value = memo.get()
         except Exception as exc:  # noqa: BLE001 - an unreadable configuration fails this follower
+            with self._lock:
+                sub.released, sub.live = True, False
+                if sub in self._subs:
+                    self._subs.remove(sub)
             self._fail([sub], exc)
             return
         if not sub.ready.done():

@@ -381,3 +381,11 @@ def test_transcript_15_replies_cover_every_request() -> None:
     replies = recorded_replies("15-agent-settings.jsonl")
     assert [kind for kind, _ in replies["set_agent_mode_request"]] == ["set_agent_mode_response"] * 2
     assert replies["delete_agent_request"][0][0] == "agent_deleted"
+
+
+def test_a_run_whose_observation_fails_still_runs(connected: Connected) -> None:
+    fake, client = connected("capable")
+    agent = client.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"), cwd=CWD)
+    fake.fail_next("agent.timeline.set_subscription.request", "no timelines today")
+    result = agent.run("emit 2 agent stream updates", timeout=10)
+    assert (result.status, result.outcome) == ("idle", None)  # the turn ran; its end was not observed

@@ -323,3 +323,42 @@ def test_transcript_14_replayed_reads_and_errors(connected: Connected) -> None:
     with pytest.raises(dc.RpcError, match="Unknown request schema") as caught:
         client.config.patch({"mcp": {"injectIntoAgents": "yes"}}, allow_unknown_keys=True)
     assert caught.value.code == "unknown_schema"
+
+
+def test_a_first_read_without_a_configuration_fails_the_subscription(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    fake.on_request("get_daemon_config_request", lambda ctx: ctx.reply({"config": "broken"}))
+    subscription = client.config.subscribe(lambda config: None)
+    with pytest.raises(dc.ProtocolError, match="without a configuration"):
+        subscription.ready.result(5)
+    assert subscription.released
+    with pytest.raises(dc.ProtocolError, match="not an object"):
+        client.config.get()
+
+
+def test_subscription_handles_release_every_way(fakes, make_client, caplog: pytest.LogCaptureFixture) -> None:
+    fake = fakes("capable")
+    client = make_client(fake)
+    early = client.config.subscribe(lambda config: None)
+    assert "pending" in repr(early)
+    early.release()  # released before it was ever ready
+    with pytest.raises(dc.SubscriptionReleased):
+        early.ready.result(5)
+    early.release()  # harmless twice
+    client.connect()
+    changes = RecordingHandler[dc.DaemonConfig]("changes")
+    with client.config.subscribe(changes) as scoped:
+        scoped.ready.result(5)
+        assert "live" in repr(scoped)
+        fake.push("status", {"status": "daemon_config_changed"})  # no configuration: skipped
+        fake.push("status", {"status": "restart_requested"})  # another status: not this family's
+        fake.daemon_config.patch({"mcp": {"injectIntoAgents": True}})
+        changes.wait_for(1)
+    assert "released" in repr(scoped)
+    called = client.config.subscribe(changes)
+    called.ready.result(5)
+    called()  # calling it releases it
+    fake.daemon_config.patch({"mcp": {"injectIntoAgents": False}})
+    _settle(client)
+    assert len(changes) == 1
+    assert "daemon_config_changed without a configuration skipped" in caplog.text
