@@ -84,7 +84,7 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
         self._workspaces = workspaces
         self.setup_terminal_id: str | None = None
         """The terminal running the workspace's setup commands, when ``create`` started one."""
-        self.agents = WorkspaceAgents(self, workspaces.agents_namespace)
+        self.agents = WorkspaceAgents(self, workspaces._agents_namespace)
         """Agents in this workspace: ``workspace.agents.create(config, prompt=...)``."""
 
     @property
@@ -119,7 +119,7 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
         branch or directory name); returns the title the daemon kept (15 s). Needs
         ``features.workspaceMultiplicity`` (Paseo 0.1.97): older hosts have no workspace titles
         and raise ``UnsupportedByHost``; ``accepted: false`` raises ``RpcError``."""
-        return set_title(self._workspaces.context, self.id, title, timeout)
+        return self._workspaces.set_title(self.id, title, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<WorkspaceHandle {self.id} {self.status or 'unknown'}>"
@@ -139,13 +139,8 @@ class WorkspacesNamespace(
         super().__init__(context, manager)
         self._agents = agents
 
-    @property
-    def context(self) -> ClientContext:
-        """The client's context (used by workspace handles)."""
-        return self._context
-
-    def agents_namespace(self) -> AgentsNamespace:
-        """``client.agents``, for workspace-scoped agent creation."""
+    def _agents_namespace(self) -> AgentsNamespace:
+        """``client.agents``, for workspace-scoped agent creation (``workspace.agents``)."""
         if self._agents is None:
             raise RuntimeError("this workspaces namespace was built without client.agents")
         return self._agents()
@@ -234,6 +229,10 @@ class WorkspacesNamespace(
         handle.note_snapshot(descriptor)
         handle.setup_terminal_id = setup
         return handle
+
+    def set_title(self, workspace_id: str, title: str | None, *, timeout: float | None = None) -> str | None:
+        """Set (or with ``None`` clear) a workspace's title by ID; see ``WorkspaceHandle.set_title``."""
+        return set_title(self._context, workspace_id, title, timeout)
 
     def archive(self, workspace_id: str, *, timeout: float | None = None) -> str | None:
         """Archive a workspace by ID; returns ``archivedAt``; raises ``RpcError`` if it fails.
