@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from daemon_client.agent_controls import AgentControls as AgentControls
     from daemon_client.agent_create import AgentConfig as AgentConfig
     from daemon_client.agent_handle import AgentHandle as AgentHandle
     from daemon_client.agent_handle import RunResult as RunResult
@@ -42,15 +43,22 @@ if TYPE_CHECKING:
     from daemon_client.errors import RequestTimeout as RequestTimeout
     from daemon_client.errors import RpcError as RpcError
     from daemon_client.errors import SubscriptionReleased as SubscriptionReleased
+    from daemon_client.errors import UnknownConfigKeys as UnknownConfigKeys
     from daemon_client.errors import UnsupportedByHost as UnsupportedByHost
     from daemon_client.errors import WouldDeadlock as WouldDeadlock
     from daemon_client.errors import check_reply as check_reply
     from daemon_client.projects import ProjectCache as ProjectCache
     from daemon_client.projects import ProjectChange as ProjectChange
+    from daemon_client.protocol.agent_settings import AgentCommand as AgentCommand
+    from daemon_client.protocol.agent_settings import ForkAttachment as ForkAttachment
+    from daemon_client.protocol.agent_settings import ForkContext as ForkContext
+    from daemon_client.protocol.agent_settings import SettingNotice as SettingNotice
+    from daemon_client.protocol.agent_settings import SettingResult as SettingResult
     from daemon_client.protocol.agents import AgentEntry as AgentEntry
     from daemon_client.protocol.agents import AgentSnapshot as AgentSnapshot
     from daemon_client.protocol.agents import Checkout as Checkout
     from daemon_client.protocol.agents import ProjectPlacement as ProjectPlacement
+    from daemon_client.protocol.config import DaemonConfig as DaemonConfig
     from daemon_client.protocol.directory import AgentFilter as AgentFilter
     from daemon_client.protocol.directory import AgentListResult as AgentListResult
     from daemon_client.protocol.directory import AgentUpdate as AgentUpdate
@@ -70,6 +78,9 @@ if TYPE_CHECKING:
     from daemon_client.protocol.projects import ProjectList as ProjectList
     from daemon_client.protocol.projects import ProjectSync as ProjectSync
     from daemon_client.protocol.projects import ProjectUpdate as ProjectUpdate
+    from daemon_client.protocol.provider_usage import ProviderUsage as ProviderUsage
+    from daemon_client.protocol.provider_usage import ProviderUsageList as ProviderUsageList
+    from daemon_client.protocol.provider_usage import UsageWindow as UsageWindow
     from daemon_client.protocol.providers import AvailableProvider as AvailableProvider
     from daemon_client.protocol.providers import ProviderEntry as ProviderEntry
     from daemon_client.protocol.providers import ProviderModel as ProviderModel
@@ -105,7 +116,11 @@ if TYPE_CHECKING:
     from daemon_client.protocol.timeline import join_messages as join_messages
     from daemon_client.protocol.workspaces import WorkspaceDescriptor as WorkspaceDescriptor
     from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor as WorkspaceProjectDescriptor
+    from daemon_client.protocol.worktrees import Worktree as Worktree
+    from daemon_client.protocol.worktrees import WorktreeArchive as WorktreeArchive
+    from daemon_client.protocol.worktrees import WorktreeInfo as WorktreeInfo
     from daemon_client.state import ConnectionState as ConnectionState
+    from daemon_client.subscriptions.config import ConfigSubscription as ConfigSubscription
     from daemon_client.subscriptions.directory import DirectoryObservation as DirectoryObservation
     from daemon_client.subscriptions.events import EventSubscription as EventSubscription
     from daemon_client.subscriptions.timeline import TimelineAck as TimelineAck
@@ -113,10 +128,13 @@ if TYPE_CHECKING:
     from daemon_client.timeline import AgentTimeline as AgentTimeline
     from daemon_client.timeline import TimelineStream as TimelineStream
     from daemon_client.transport.relay import RelayStats as RelayStats
+    from daemon_client.workspace_create import WorkspaceAgents as WorkspaceAgents
     from daemon_client.workspaces import WorkspaceHandle as WorkspaceHandle
 
 _LAZY: dict[str, str] = {
+    "AgentCommand": "daemon_client.protocol.agent_settings",
     "AgentConfig": "daemon_client.agent_create",
+    "AgentControls": "daemon_client.agent_controls",
     "AgentCreateError": "daemon_client.errors",
     "AgentEntry": "daemon_client.protocol.agents",
     "AgentFilter": "daemon_client.protocol.directory",
@@ -134,6 +152,7 @@ _LAZY: dict[str, str] = {
     "Client": "daemon_client.client",
     "ClientClosed": "daemon_client.errors",
     "Compaction": "daemon_client.protocol.timeline",
+    "ConfigSubscription": "daemon_client.subscriptions.config",
     "ConnectTimeout": "daemon_client.errors",
     "ConnectionLost": "daemon_client.errors",
     "ConnectionUnavailable": "daemon_client.errors",
@@ -141,12 +160,15 @@ _LAZY: dict[str, str] = {
     "DEFAULT_APP_VERSION": "daemon_client.config",
     "DEFAULT_URL": "daemon_client.config",
     "DaemonClientError": "daemon_client.errors",
+    "DaemonConfig": "daemon_client.protocol.config",
     "DaemonTarget": "daemon_client.discovery",
     "MissingExtra": "daemon_client.errors",
     "DirectoryMessage": "daemon_client.protocol.directory",
     "DirectoryObservation": "daemon_client.subscriptions.directory",
     "ErrorItem": "daemon_client.protocol.timeline",
     "EventSubscription": "daemon_client.subscriptions.events",
+    "ForkAttachment": "daemon_client.protocol.agent_settings",
+    "ForkContext": "daemon_client.protocol.agent_settings",
     "Heartbeat": "daemon_client.config",
     "HostKind": "daemon_client.protocol.hosts",
     "InsecureCredentials": "daemon_client.errors",
@@ -169,6 +191,8 @@ _LAZY: dict[str, str] = {
     "ProviderModel": "daemon_client.protocol.providers",
     "ProviderSnapshot": "daemon_client.protocol.providers",
     "ProviderSnapshotUpdate": "daemon_client.protocol.providers",
+    "ProviderUsage": "daemon_client.protocol.provider_usage",
+    "ProviderUsageList": "daemon_client.protocol.provider_usage",
     "ProvidersNotReady": "daemon_client.errors",
     "Reasoning": "daemon_client.protocol.timeline",
     "ReconnectPolicy": "daemon_client.config",
@@ -182,6 +206,8 @@ _LAZY: dict[str, str] = {
     "ServerInfo": "daemon_client.protocol.models",
     "SessionMessage": "daemon_client.protocol.models",
     "SessionPong": "daemon_client.protocol.models",
+    "SettingNotice": "daemon_client.protocol.agent_settings",
+    "SettingResult": "daemon_client.protocol.agent_settings",
     "Sort": "daemon_client.protocol.directory",
     "SubscribeOptions": "daemon_client.protocol.directory",
     "SubscriptionError": "daemon_client.protocol.timeline",
@@ -204,17 +230,23 @@ _LAZY: dict[str, str] = {
     "TurnCompleted": "daemon_client.protocol.timeline",
     "TurnFailed": "daemon_client.protocol.timeline",
     "TurnStarted": "daemon_client.protocol.timeline",
+    "UnknownConfigKeys": "daemon_client.errors",
     "UnknownEvent": "daemon_client.protocol.timeline",
     "UnknownItem": "daemon_client.protocol.timeline",
     "UnknownMessage": "daemon_client.protocol.models",
     "UnsupportedByHost": "daemon_client.errors",
+    "UsageWindow": "daemon_client.protocol.provider_usage",
     "UserMessage": "daemon_client.protocol.timeline",
+    "WorkspaceAgents": "daemon_client.workspace_create",
     "WorkspaceDescriptor": "daemon_client.protocol.workspaces",
     "WorkspaceFilter": "daemon_client.protocol.directory",
     "WorkspaceHandle": "daemon_client.workspaces",
     "WorkspaceListResult": "daemon_client.protocol.directory",
     "WorkspaceProjectDescriptor": "daemon_client.protocol.workspaces",
     "WorkspaceUpdate": "daemon_client.protocol.directory",
+    "Worktree": "daemon_client.protocol.worktrees",
+    "WorktreeArchive": "daemon_client.protocol.worktrees",
+    "WorktreeInfo": "daemon_client.protocol.worktrees",
     "WouldDeadlock": "daemon_client.errors",
     "check_reply": "daemon_client.errors",
     "connect": "daemon_client.client",

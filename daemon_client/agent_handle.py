@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from daemon_client.agent_controls import AgentControls
 from daemon_client.errors import RequestTimeout, check_reply
 from daemon_client.handles import LocalHandle
 from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.lenient import structure_optional
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.timeline import AgentTimeline
+from daemon_client.turn_outcome import NoObserver, TurnObserver
 
 if TYPE_CHECKING:
     from daemon_client.agents import AgentsNamespace
@@ -38,15 +40,22 @@ class RunResult:
     ``status``: ``"idle"`` (finished), ``"error"``, ``"permission"`` (waits for an answer) or
     ``"timeout"`` (still running: a timeout does not cancel the agent). ``last_message`` is
     the concatenated text of the last assistant message (``None`` on timeout).
+
+    ``outcome``: how the turn ended, from its timeline event: ``"completed"``, ``"failed"`` or
+    ``"canceled"`` (a turn canceled from another thread or client also reads ``status="idle"``,
+    with its partial text). ``None`` when no turn end was observed: the wait did not end with a
+    turn (``timeout``, ``permission``, an agent that was not running), or observing was off
+    or impossible.
     """
 
     status: str
     final: AgentSnapshot | None = None
     error: str | None = None
     last_message: str | None = None
+    outcome: str | None = None
 
 
-class AgentHandle(LocalHandle[AgentSnapshot]):
+class AgentHandle(LocalHandle[AgentSnapshot], AgentControls):
     """A local reference to one agent (``client.agents.ref(id)``); creating it fetches nothing.
 
     Its snapshot follows every update this client's live agent observations receive for
@@ -122,12 +131,31 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
         )
         return message_id
 
-    def wait_for_finish(self, timeout: float = 600.0) -> RunResult:
+    def wait_for_finish(self, timeout: float = 600.0, *, observe: bool = True) -> RunResult:
         """Wait for the end of the current or next turn, up to ``timeout`` seconds.
 
         Returns a :class:`RunResult`; a timeout is the status ``"timeout"``, not an
-        exception, and leaves the agent running.
+        exception, and leaves the agent running. With ``observe`` (the default) the agent's
+        timeline is followed for the duration of the wait, so that ``outcome`` says whether
+        the turn completed, failed or was canceled (on capable hosts this costs one
+        subscription request).
         """
+        with self._observer(observe, after_start=False) as observer:
+            return self._wait(timeout, observer)
+
+    def run(self, text: str, timeout: float = 600.0, *, observe: bool = True) -> RunResult:
+        """``send(text)`` then ``wait_for_finish(timeout)``; ``result.last_message`` is the answer
+        and ``result.outcome`` how the prompt's turn ended (see ``wait_for_finish``)."""
+        with self._observer(observe, after_start=True) as observer:
+            self.send(text)
+            return self._wait(timeout, observer)
+
+    def _observer(self, observe: bool, *, after_start: bool) -> TurnObserver | NoObserver:
+        if not observe:
+            return NoObserver()
+        return TurnObserver(self._context, self.timeline.subscribe, self.id, after_start=after_start)
+
+    def _wait(self, timeout: float, observer: TurnObserver | NoObserver) -> RunResult:
         message: dict[str, Any] = {"type": "wait_for_finish_request", "agentId": self.id}
         if timeout > 0:
             message["timeoutMs"] = int(timeout * 1000)
@@ -137,17 +165,14 @@ class AgentHandle(LocalHandle[AgentSnapshot]):
         if snapshot is not None:
             self.note_snapshot(snapshot)
         error, last = payload.get("error"), payload.get("lastMessage")
+        status = str(payload.get("status", ""))
         return RunResult(
-            status=str(payload.get("status", "")),
+            status=status,
             final=snapshot,
             error=error if isinstance(error, str) else None,
             last_message=last if isinstance(last, str) else None,
+            outcome=observer.outcome(status),
         )
-
-    def run(self, text: str, timeout: float = 600.0) -> RunResult:
-        """``send(text)`` then ``wait_for_finish(timeout)``; ``result.last_message`` is the answer."""
-        self.send(text)
-        return self.wait_for_finish(timeout)
 
     def cancel(self, timeout: float | None = None) -> AgentSnapshot | None:
         """Interrupt the running turn (the timeline then shows ``turn_canceled``).

@@ -44,6 +44,7 @@ from daemon_client.transport.websocket import WebSocketTransport
 
 if TYPE_CHECKING:
     from daemon_client.agents import AgentsNamespace
+    from daemon_client.config_namespace import ConfigNamespace
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
     from daemon_client.workspaces import WorkspacesNamespace
@@ -67,6 +68,10 @@ class Client:
         password: the daemon's password. Default: the ``password=`` of a ``tcp://`` address,
             else ``PASEO_PASSWORD``, else none. Never sent through a relay (the pairing offer
             is the credential there).
+        auth_header: a complete ``Authorization`` header value (``"Bearer <token>"``,
+            ``"Basic …"``) for a proxy in front of the daemon, sent verbatim on the WebSocket
+            upgrade only when no password is set (a password wins, as in the TypeScript SDK).
+            Never logged; hidden from reprs like the password.
         client_id: the id the daemon keys this client's session by; unique per
             instance and stable across its reconnects. Default ``daemon-client-<uuid4>``.
         app_version: the Paseo version announced in ``hello`` (not this package's).
@@ -84,8 +89,6 @@ class Client:
         ssl_context: the TLS settings of a ``wss://`` URL (e.g. a pinned CA); refused
             with a ``ws://`` URL. Default: the system's trusted CAs, hostname checked.
         max_frame_bytes: inbound frames larger than this are skipped.
-        auth_header: a complete ``Authorization`` header value for a proxy in front of
-            the daemon; sent only when no password is set.
         allow_insecure_credentials: credentials sent over ``ws://`` to a host that is not
             this machine travel unencrypted. ``None`` (default): allowed, with one
             WARNING; ``False``: refused, ``connect()`` raises ``InsecureCredentials``
@@ -158,6 +161,8 @@ class Client:
         self._timers = TimerThread(f"{self._name}-timer")
         self._requests = RequestTable(self._timers, self._dispatcher.post_or_run)
         self._pushes = PushRegistry(self._dispatcher.post)
+        if password and auth_header:
+            self._log.debug("a password is set: auth_header is not sent")
         options = ConnectionOptions(
             targets=self._targets,
             client_id=self._client_id,
@@ -210,6 +215,11 @@ class Client:
     def projects(self) -> ProjectsNamespace:
         """The project list, its updates and a live cache."""
         return self._namespaces.projects()
+
+    @property
+    def config(self) -> ConfigNamespace:
+        """The daemon's mutable configuration: ``get``, ``patch``, ``subscribe``."""
+        return self._namespaces.config()
 
     # ------------------------------------------------------------------ lifecycle
     def connect(self, timeout: float | None = None) -> ServerInfo:

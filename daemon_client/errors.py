@@ -154,7 +154,29 @@ class MissingExtra(DaemonClientError, ImportError):
 
 
 class UnsupportedByHost(DaemonClientError):
-    """The call needs a daemon feature that this host lacks: update the host."""
+    """The call needs a daemon feature that this host lacks: update the host.
+
+    ``feature`` names the ``server_info.features`` flag the call needs (``None`` when the
+    need is not a flag) and ``version`` the first Paseo version known to have it.
+    """
+
+    def __init__(self, message: str, *, feature: str | None = None, version: str | None = None) -> None:
+        super().__init__(message)
+        self.feature = feature
+        self.version = version
+
+
+class UnknownConfigKeys(UnsupportedByHost):
+    """A config patch names keys the daemon does not report in its configuration.
+
+    Older daemons (0.1.65) keep such keys in memory and echo them back without saving them,
+    so the write would look like success. ``keys`` lists them as dotted paths
+    (``relay.enabled``); nothing was sent. Pass ``allow_unknown_keys=True`` to send anyway.
+    """
+
+    def __init__(self, message: str, keys: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.keys = keys
 
 
 class SubscriptionReleased(DaemonClientError):

@@ -1,4 +1,4 @@
-"""The client's namespaces (``agents``, ``workspaces``, ``providers``, ``projects``), built
+"""The client's namespaces (``agents``, ``workspaces``, ``providers``, ``projects``, ``config``), built
 on first use, and the subscription managers behind them.
 
 Part of the composition root: it wires each manager to the connection (one
@@ -20,6 +20,7 @@ from daemon_client.runtime.pushes import PushHandler, PushRegistry
 
 if TYPE_CHECKING:
     from daemon_client.agents import AgentsNamespace
+    from daemon_client.config_namespace import ConfigNamespace
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
     from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager
@@ -112,7 +113,7 @@ class Namespaces:
         def build() -> WorkspacesNamespace:
             from daemon_client.workspaces import WORKSPACES, WorkspacesNamespace
 
-            return WorkspacesNamespace(self._context, self._directory(WORKSPACES))
+            return WorkspacesNamespace(self._context, self._directory(WORKSPACES), self.agents)
 
         return self._get("workspaces", build)
 
@@ -131,6 +132,19 @@ class Namespaces:
             return ProjectsNamespace(self._context, self.events(), self.workspaces)
 
         return self._get("projects", build)
+
+    def config(self) -> ConfigNamespace:
+        def build() -> ConfigNamespace:
+            from daemon_client.config_namespace import ConfigNamespace
+            from daemon_client.protocol.config import parse_config
+            from daemon_client.subscriptions.config import ConfigManager
+
+            manager = ConfigManager(self._link(), parse_config)
+            # daemon_config_changed is a ``status`` push: the manager looks only at that status
+            self._attach(manager, {"status": manager.route})
+            return ConfigNamespace(self._context, manager)
+
+        return self._get("config", build)
 
     def dispose(self) -> None:
         """After ``close()``: every manager built fails its pending work and detaches."""

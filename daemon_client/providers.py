@@ -13,10 +13,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
+from daemon_client import provider_extras
 from daemon_client.errors import ProvidersNotReady, check_reply
-from daemon_client.protocol.agents import AgentMode
+from daemon_client.protocol.agents import AgentFeature, AgentMode
 from daemon_client.protocol.lenient import structure_each
 from daemon_client.protocol.paths import same_directory
+from daemon_client.protocol.provider_usage import ProviderUsageList
 from daemon_client.protocol.providers import (
     AvailableProvider,
     ProviderModel,
@@ -28,6 +30,7 @@ from daemon_client.protocol.providers import (
 from daemon_client.subscriptions.events import EventManager, EventSubscription
 
 if TYPE_CHECKING:
+    from daemon_client.agent_create import AgentConfig
     from daemon_client.runtime.context import ClientContext
 
 EVENT = "providers_snapshot_update"
@@ -160,6 +163,27 @@ class ProvidersNamespace:
         """The modes of one provider."""
         message = {"type": "list_provider_modes_request", "provider": provider, **({"cwd": cwd} if cwd else {})}
         return list(structure_each(self._checked(message, timeout).get("modes"), AgentMode, "modes"))
+
+    def list_features(
+        self, config: AgentConfig, *, cwd: str | None = None, timeout: float | None = None
+    ) -> tuple[AgentFeature, ...]:
+        """The features an agent with ``config`` would offer (``list_provider_features_request``,
+        90 s), without creating one: ``AgentConfig(provider="claude/sonnet", cwd=...)`` (a model
+        is optional here). Raises ``RpcError`` when the daemon reports an error (an unknown
+        provider, say)."""
+        return provider_extras.list_features(self._context, config, cwd, timeout)
+
+    def diagnostic(self, provider: str, *, timeout: float | None = None) -> str:
+        """Why a provider is (un)available: a multi-line report for humans
+        (``provider_diagnostic_request``, 180 s). An unknown provider raises ``RpcError`` with
+        ``code="provider_diagnostic_failed"``."""
+        return provider_extras.diagnostic(self._context, provider, timeout)
+
+    def list_usage(self, *, timeout: float | None = None) -> ProviderUsageList:
+        """Every provider's subscription windows, balances and details
+        (``provider.usage.list.request``, 60 s). Needs ``features.providerUsageList`` (Paseo
+        0.1.98): older hosts raise ``UnsupportedByHost`` without sending."""
+        return provider_extras.list_usage(self._context, timeout)
 
     def _checked(self, message: dict[str, Any], timeout: float | None) -> dict[str, Any]:
         return check_reply(self._context.request(message, timeout=timeout), message["type"])

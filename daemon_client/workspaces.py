@@ -6,13 +6,13 @@ timeout; handle state and listeners are updated on the callback thread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from daemon_client.directory_namespace import DirectoryNamespace, HandleUpdate, SubscribeArg
-from daemon_client.errors import ProtocolError, check_reply
+from daemon_client.errors import ProtocolError, check_reply, error_in_reply
 from daemon_client.handles import LocalHandle
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.directory import (
@@ -28,8 +28,21 @@ from daemon_client.protocol.directory import (
     sort_to_wire,
 )
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
+from daemon_client.protocol.worktrees import Worktree, WorktreeArchive, WorktreeInfo
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
+from daemon_client.workspace_create import (
+    WORKTREE_REFUSAL,
+    WorkspaceAgents,
+    archive_worktree,
+    create_workspace,
+    list_worktrees,
+    newest_workspaces,
+    set_title,
+)
+
+if TYPE_CHECKING:
+    from daemon_client.agents import AgentsNamespace
 
 WorkspaceMessage = DirectoryMessage[WorkspaceUpdate]
 WorkspaceObservation = DirectoryObservation[WorkspaceListResult]
@@ -69,6 +82,10 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
     ) -> None:
         super().__init__(workspace_id, snapshot)
         self._workspaces = workspaces
+        self.setup_terminal_id: str | None = None
+        """The terminal running the workspace's setup commands, when ``create`` started one."""
+        self.agents = WorkspaceAgents(self, workspaces._agents_namespace)
+        """Agents in this workspace: ``workspace.agents.create(config, prompt=...)``."""
 
     @property
     def project_id(self) -> str | None:
@@ -94,8 +111,15 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
         return found
 
     def archive(self, timeout: float | None = None) -> str | None:
-        """Archive this workspace; returns ``archivedAt``."""
+        """Archive this workspace; returns ``archivedAt`` (see ``client.workspaces.archive``)."""
         return self._workspaces.archive(self.id, timeout=timeout)
+
+    def set_title(self, title: str | None, *, timeout: float | None = None) -> str | None:
+        """Set the workspace's title, or clear it with ``None`` (the name then reverts to the
+        branch or directory name); returns the title the daemon kept (15 s). Needs
+        ``features.workspaceMultiplicity`` (Paseo 0.1.97): older hosts have no workspace titles
+        and raise ``UnsupportedByHost``; ``accepted: false`` raises ``RpcError``."""
+        return self._workspaces.set_title(self.id, title, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<WorkspaceHandle {self.id} {self.status or 'unknown'}>"
@@ -110,8 +134,16 @@ class WorkspacesNamespace(
         self,
         context: ClientContext,
         manager: DirectoryManager[WorkspaceListResult, WorkspaceMessage, WorkspaceDescriptor],
+        agents: Callable[[], AgentsNamespace] | None = None,
     ) -> None:
         super().__init__(context, manager)
+        self._agents = agents
+
+    def _agents_namespace(self) -> AgentsNamespace:
+        """``client.agents``, for workspace-scoped agent creation (``workspace.agents``)."""
+        if self._agents is None:
+            raise RuntimeError("this workspaces namespace was built without client.agents")
+        return self._agents()
 
     def list(
         self,
@@ -168,14 +200,86 @@ class WorkspacesNamespace(
         handle.note_snapshot(descriptor)
         return handle
 
+    def create(
+        self,
+        cwd: str,
+        *,
+        worktree: Worktree | None = None,
+        title: str | None = None,
+        first_prompt: str | None = None,
+        timeout: float | None = None,
+    ) -> WorkspaceHandle:
+        """Create a new workspace (unlike ``open``, never an existing one) backed by ``cwd``,
+        or with ``worktree=dc.Worktree(branch=..., base=...)`` by a new Paseo-owned git worktree
+        of the repository ``cwd`` is in (120 s).
+
+        Hosts with ``features.workspaceMultiplicity`` (Paseo 0.1.97) get
+        ``workspace.create.request``. Older hosts (0.1.65) create worktrees with
+        ``create_paseo_worktree_request``; they cannot create a fresh workspace for a plain
+        directory or give one a title, so those raise ``UnsupportedByHost`` before sending
+        (``open(cwd)`` opens a directory's workspace there). ``first_prompt`` is the text the
+        daemon may use to name the worktree or branch. The handle's ``setup_terminal_id`` names
+        the terminal running the repository's setup commands, if any. Raises ``RpcError`` when
+        the daemon reports an error (not a git repository, a branch that exists ...).
+        """
+        descriptor, setup = create_workspace(
+            self._context, cwd, worktree, title=title, first_prompt=first_prompt, timeout=timeout
+        )
+        handle = self.ref(descriptor)
+        handle.note_snapshot(descriptor)
+        handle.setup_terminal_id = setup
+        return handle
+
+    def set_title(self, workspace_id: str, title: str | None, *, timeout: float | None = None) -> str | None:
+        """Set (or with ``None`` clear) a workspace's title by ID; see ``WorkspaceHandle.set_title``."""
+        return set_title(self._context, workspace_id, title, timeout)
+
     def archive(self, workspace_id: str, *, timeout: float | None = None) -> str | None:
-        """Archive a workspace by ID; returns ``archivedAt``; raises ``RpcError`` if it fails."""
+        """Archive a workspace by ID; returns ``archivedAt``; raises ``RpcError`` if it fails.
+
+        On hosts without ``features.workspaceMultiplicity`` (0.1.65) a Paseo worktree workspace
+        must be archived as a worktree: this is done with ``archive_worktree`` (its agents are
+        archived and its directory removed) and ``None`` is returned.
+        """
+        legacy = not newest_workspaces(self._context.server_info)
+        known = self.ref(workspace_id).current()
+        if legacy and known is not None and known.workspace_kind == "worktree":
+            self.archive_worktree(
+                worktree_path=known.directory, repo_root=known.project_root_path or None, timeout=timeout
+            )
+            return None
         payload = self._context.request(
             {"type": "archive_workspace_request", "workspaceId": workspace_id}, timeout=timeout
         )
-        check_reply(payload, "archive_workspace_request")
+        error = error_in_reply(payload, "archive_workspace_request")
+        if error is not None and legacy and error.message == WORKTREE_REFUSAL:
+            self.archive_worktree(worktree_path=workspace_id, timeout=timeout)  # 0.1.65: the ID is the path
+            return None
+        if error is not None:
+            raise error
         archived_at = payload.get("archivedAt")
         return archived_at if isinstance(archived_at, str) else None
+
+    def worktrees(
+        self, cwd: str | None = None, *, repo_root: str | None = None, timeout: float | None = None
+    ) -> tuple[WorktreeInfo, ...]:
+        """The Paseo worktrees of the repository ``cwd`` (any path in it) or ``repo_root`` is in
+        (``paseo_worktree_list_request``, 30 s). The list may still show a worktree for a moment
+        after it was archived."""
+        return list_worktrees(self._context, cwd, repo_root, timeout)
+
+    def archive_worktree(
+        self,
+        *,
+        worktree_path: str | None = None,
+        repo_root: str | None = None,
+        branch_name: str | None = None,
+        timeout: float | None = None,
+    ) -> WorktreeArchive:
+        """Archive a Paseo worktree by its path (or branch and repository): its agents are
+        archived, its terminals killed and its directory removed (120 s). ``success: false`` or
+        an error raises ``RpcError``."""
+        return archive_worktree(self._context, worktree_path, repo_root, branch_name, timeout)
 
     def find(self, workspace_id: str, *, timeout: float | None = None) -> WorkspaceDescriptor | None:
         """Look one workspace up by ID in the directory (pages through the matching entries)."""

@@ -31,6 +31,7 @@ from daemon_client.cli.render import (
     to_json,
     workspaces_table,
 )
+from daemon_client.cli.settings import add_settings_commands
 from daemon_client.client import Client
 from daemon_client.errors import (
     AuthenticationError,
@@ -351,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     workspaces.add_argument("--watch", action="store_true")
     projects = command("projects", "list projects (--watch: follow updates; needs a current daemon)", cmd_projects)
     projects.add_argument("--watch", action="store_true")
+    add_settings_commands(sub, _connection_args, _client)
     return parser
 
 

@@ -75,6 +75,22 @@ _TIMEOUTS: dict[str, float] = {
     "list_provider_modes_request": 90.0,
     "refresh_providers_snapshot_request": 120.0,
     "provider_diagnostic_request": 180.0,
+    # protocol.md 12.8: configuration, agent settings, workspace creation, provider extras
+    "get_daemon_config_request": 15.0,
+    "set_daemon_config_request": 15.0,
+    "list_commands_request": 30.0,
+    "clear_agent_attention": 15.0,
+    "delete_agent_request": 15.0,
+    "refresh_agent_request": 60.0,
+    "agent.detach.request": 15.0,
+    "agent.fork_context.request": 60.0,
+    "workspace.create.request": 120.0,
+    "create_paseo_worktree_request": 120.0,
+    "paseo_worktree_archive_request": 120.0,
+    "paseo_worktree_list_request": 30.0,
+    "workspace.title.set.request": 15.0,
+    "list_provider_features_request": 90.0,
+    "provider.usage.list.request": 60.0,
 }
 
 

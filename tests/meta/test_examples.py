@@ -249,3 +249,25 @@ def test_tk_agents(xvfb_display: str, tmp_path: Path) -> None:
         assert f"screenshot saved to {png}" in done.stdout, done.stdout
         assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), "not a PNG"
         assert png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("kind", ["capable", *OLDER])
+def test_switch_mode_then_run(run: Run, kind: str) -> None:
+    code, out = run("switch_mode_then_run", "--host-kind", kind, "--mode", "plan", "What is the answer?")
+    assert code == 0, out
+    assert "available modes: default" in out, out
+    assert "mode now: plan" in out, out
+    assert "status: idle, outcome: completed" in out, out
+    assert out.endswith("last message: The answer is 42.\n"), out
+
+
+@pytest.mark.parametrize("kind", ["capable", *OLDER])
+def test_worktree_agent(run: Run, embedded_fakes: list[FakeDaemon], kind: str) -> None:
+    code, out = run("worktree_agent", "--host-kind", kind, "--branch", "fix-login", "--base", "main")
+    assert code == 0, out
+    assert re.search(r"workspace fix-login: /home/dev/\.paseo/worktrees/\w+/fix-login", out), out
+    assert re.search(r"agent \S+ in /home/dev/\.paseo/worktrees/\w+/fix-login", out), out
+    assert "status: idle, outcome: completed" in out, out
+    assert "worktrees of the repository: fix-login" in out, out
+    assert "archived the worktree and its agent" in out, out
+    assert embedded_fakes[0].worktrees.worktrees() == []

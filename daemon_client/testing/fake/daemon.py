@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.testing.fake.config import FakeDaemonConfig
 from daemon_client.testing.fake.directory.observations import DirectoryObservation, FakeDirectory
 from daemon_client.testing.fake.directory.stores import AgentStore, WorkspaceStore
 from daemon_client.testing.fake.engine.connection import FakeConnection, SocketClosed, run_connection
@@ -47,10 +48,13 @@ from daemon_client.testing.fake.engine.handlers import (
 from daemon_client.testing.fake.events import EventSubscription, FakeEvents
 from daemon_client.testing.fake.loopback import LoopbackFrontend
 from daemon_client.testing.fake.projects import FakeProjects
+from daemon_client.testing.fake.provider_extras import FakeProviderExtras
 from daemon_client.testing.fake.providers import FakeProviders
 from daemon_client.testing.fake.runs.runs import FakeRuns
+from daemon_client.testing.fake.settings import FakeAgentSettings
 from daemon_client.testing.fake.timeline.store import FakeTimeline, TimelineSubscription
 from daemon_client.testing.fake.upgrade import check_listen
+from daemon_client.testing.fake.workspace_create import FakeWorktrees
 from daemon_client.transport.base import TransportClosed, TransportError
 from daemon_client.transport.memory import MemoryServerEnd, MemoryTransport
 
@@ -65,14 +69,18 @@ __all__ = [
     "AgentStore",
     "DirectoryObservation",
     "EventSubscription",
+    "FakeAgentSettings",
     "FakeConfig",
     "FakeConnection",
     "FakeDaemon",
+    "FakeDaemonConfig",
     "FakeEvents",
     "FakeProjects",
+    "FakeProviderExtras",
     "FakeProviders",
     "FakeRuns",
     "FakeTimeline",
+    "FakeWorktrees",
     "FramePredicate",
     "Handler",
     "HandlerRegistry",
@@ -147,6 +155,18 @@ class FakeDaemon:
         self.projects = FakeProjects(self.core, self.events)
         """Projects, ``project.update`` and ``project.list.request`` on projectList hosts (fake_projects)."""
         self.projects.install(self.registry)
+        self.daemon_config = FakeDaemonConfig(self)
+        """The daemon's mutable configuration, its get/set handlers and pushes (fake_config)."""
+        self.daemon_config.install(self.registry)
+        self.settings = FakeAgentSettings(self)
+        """Agent settings: commands, mode/model/thinking/feature, update, attention, delete (fake_settings)."""
+        self.settings.install(self.registry)
+        self.worktrees = FakeWorktrees(self)
+        """Workspace creation, titles and Paseo worktrees (fake_workspace_create)."""
+        self.worktrees.install(self.registry)
+        self.provider_extras = FakeProviderExtras(self)
+        """Provider features, diagnostics of unknown providers and usage (fake_provider_extras)."""
+        self.provider_extras.install(self.registry)
         self._loopback = LoopbackFrontend(self.core)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []

@@ -55,12 +55,22 @@ DEFAULT_FEATURES: Mapping[HostKind, Mapping[str, bool]] = {
         "providersSnapshotCwd": True,
         "workspaceMultiplicity": True,
         "directorySync": True,
+        # newest SDK gates (protocol.md 12.1)
+        "agentDetach": True,
+        "agentForkContext": True,
+        "agentForkContextCursor": True,
+        "providerUsageList": True,
+        "relayConfig": True,
     },
     HostKind.SELECTIVE: {
         "selectiveAgentTimeline": True,
         "explicitEventSubscriptions": True,
         "providersSnapshot": True,
         "workspaceMultiplicity": True,
+        "agentDetach": True,
+        "agentForkContext": True,
+        "agentForkContextCursor": True,
+        "providerUsageList": True,
     },
     HostKind.BROADCAST: {"providersSnapshot": True},
 }

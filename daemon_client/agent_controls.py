@@ -1,0 +1,173 @@
+"""``AgentControls``: the settings and lifecycle calls of an agent handle (protocol.md 12.4).
+
+Slash commands, mode / model / thinking option / feature, title and labels, attention, delete,
+and on newer daemons detach and fork-context. A base class of
+:class:`~daemon_client.agent_handle.AgentHandle`: every method blocks the caller's thread with
+the request family's timeout (one table: ``protocol/replies.py``) and may be called from
+callbacks. Replies that report a failure (``accepted: false``, an ``error``) raise ``RpcError``
+through :func:`~daemon_client.errors.check_reply`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from daemon_client.errors import check_reply
+from daemon_client.host_gates import require_feature
+from daemon_client.protocol.agent_settings import (
+    AgentCommand,
+    AttentionCleared,
+    ForkContext,
+    SettingResult,
+    reply_fields,
+)
+from daemon_client.protocol.agents import AgentSnapshot
+from daemon_client.protocol.lenient import structure, structure_each
+
+if TYPE_CHECKING:
+    from daemon_client.protocol.timeline import TimelineCursor
+    from daemon_client.runtime.context import ClientContext
+
+DETACH = "agent.detach.request"
+FORK_CONTEXT = "agent.fork_context.request"
+
+
+class AgentControls:
+    """Settings and lifecycle calls of one agent (mixed into ``AgentHandle``).
+
+    The ``set_*`` calls and ``update`` need the agent loaded in the daemon and its exact ID
+    (0.1.65 refuses anything but a UUID). The daemon does not check IDs against the provider's
+    catalogue (a thinking option the model lacks is accepted): validate against
+    ``client.providers.list_models`` first when that matters. On success the daemon pushes an
+    ``agent_update`` to directory observers; this handle's snapshot follows it there, or call
+    ``refresh()``.
+    """
+
+    # provided by AgentHandle and its LocalHandle base
+    id: str
+    removed: bool
+    _context: ClientContext
+    note_snapshot: Callable[[AgentSnapshot], None]
+
+    def commands(self, *, timeout: float | None = None) -> tuple[AgentCommand, ...]:
+        """The slash commands and skills the agent's session loaded (``list_commands_request``,
+        30 s). Raises ``RpcError`` when the daemon reports an error (the agent is not loaded, or
+        its provider cannot list commands), where the TypeScript SDK returns the error text."""
+        payload = self._context.request({"type": "list_commands_request", "agentId": self.id}, timeout=timeout)
+        check_reply(payload, "list_commands_request")
+        commands = payload.get("commands")
+        return structure_each(commands if isinstance(commands, list) else None, AgentCommand, "commands")
+
+    def set_mode(self, mode_id: str, *, timeout: float | None = None) -> SettingResult:
+        """Switch the agent's mode (``set_agent_mode_request``, 15 s; one of its
+        ``available_modes``). ``accepted: false`` raises ``RpcError``."""
+        _check_text(mode_id, "mode_id")
+        return self._setting("set_agent_mode_request", {"modeId": mode_id}, timeout)
+
+    def set_model(self, model: str | None, *, timeout: float | None = None) -> SettingResult:
+        """Switch the agent's model (``set_agent_model_request``, 15 s); ``None`` restores the
+        provider's default model."""
+        if model is not None:
+            _check_text(model, "model")
+        return self._setting("set_agent_model_request", {"modelId": model}, timeout)
+
+    def set_thinking(self, option_id: str | None, *, timeout: float | None = None) -> SettingResult:
+        """Choose the model's thinking option (``set_agent_thinking_request``, 15 s); ``None``
+        clears it. Not gated on ``features.agentThinkingUpdate``: 0.1.65 handles it too."""
+        if option_id is not None:
+            _check_text(option_id, "option_id")
+        return self._setting("set_agent_thinking_request", {"thinkingOptionId": option_id}, timeout)
+
+    def set_feature(self, feature_id: str, value: Any, *, timeout: float | None = None) -> SettingResult:
+        """Set a provider feature of the agent (one of its ``features``; ``value`` is any JSON
+        value, a bool for toggles). A provider without feature support refuses (``RpcError``)."""
+        _check_text(feature_id, "feature_id")
+        return self._setting("set_agent_feature_request", {"featureId": feature_id, "value": value}, timeout)
+
+    def update(
+        self, *, title: str | None = None, labels: Mapping[str, str] | None = None, timeout: float | None = None
+    ) -> SettingResult:
+        """Rename the agent and/or add labels (``update_agent_request``, 15 s).
+
+        Labels are **merged** into the existing ones, as the daemon does: a key given here
+        replaces that key's value, the others stay, and there is no way to delete a label.
+        Works for stored agents that are not loaded too. ``ValueError`` before sending when
+        neither is given or the title is blank (the daemon would ignore it).
+        """
+        message: dict[str, Any] = {}
+        if title is not None:
+            if not isinstance(title, str) or not title.strip():
+                raise ValueError("title must be a non-blank string (the daemon ignores a blank one)")
+            message["name"] = title.strip()
+        if labels is not None:
+            if not isinstance(labels, Mapping) or not all(
+                isinstance(key, str) and isinstance(value, str) for key, value in labels.items()
+            ):
+                raise ValueError("labels must map strings to strings")
+            if labels:
+                message["labels"] = dict(labels)
+        if not message:
+            raise ValueError("nothing to update: give title= and/or non-empty labels=")
+        return self._setting("update_agent_request", message, timeout)
+
+    def clear_attention(self, *, timeout: float | None = None) -> AgentSnapshot | None:
+        """Clear the agent's attention flag (``clear_agent_attention``, 15 s); returns its
+        snapshot, ``None`` when the agent is not loaded. The daemon sends no reply at all when
+        it fails: that surfaces as ``RequestTimeout``."""
+        payload = self._context.request({"type": "clear_agent_attention", "agentId": self.id}, timeout=timeout)
+        check_reply(payload, "clear_agent_attention")
+        cleared = structure(reply_fields(payload), AttentionCleared)
+        mine = next((agent for agent in cleared.agents if agent.id == self.id), None)
+        if mine is not None:
+            self.note_snapshot(mine)
+        return mine
+
+    def delete(self, *, timeout: float | None = None) -> None:
+        """Delete the agent for good (``delete_agent_request``, 15 s): its runtime is closed and
+        its stored record and timeline are removed. Unlike ``archive()`` this cannot be undone.
+        The daemon deletes best-effort: an unknown agent is no error."""
+        payload = self._context.request({"type": "delete_agent_request", "agentId": self.id}, timeout=timeout)
+        check_reply(payload, "delete_agent_request")
+        self.removed = True
+
+    def detach(self, *, timeout: float | None = None) -> SettingResult:
+        """Remove the agent's parent link, so archiving the former parent no longer archives it
+        (``agent.detach.request``). Needs ``features.agentDetach`` (Paseo 0.1.98): older hosts
+        have no parentage and raise ``UnsupportedByHost`` without sending."""
+        require_feature(self._context.server_info, "agentDetach", "detach agents", "0.1.98")
+        return self._setting(DETACH, {}, timeout)
+
+    def fork_context(
+        self,
+        *,
+        boundary_cursor: TimelineCursor | None = None,
+        boundary_message_id: str | None = None,
+        timeout: float | None = None,
+    ) -> ForkContext:
+        """A curated transcript of the agent, ready to give a new agent as a text attachment
+        (``agent.fork_context.request``, 60 s), up to ``boundary_message_id`` or
+        ``boundary_cursor`` (default: everything). Needs ``features.agentForkContext`` (Paseo
+        0.1.102); a cursor needs ``features.agentForkContextCursor`` (0.1.108). Raises
+        ``UnsupportedByHost`` without sending, ``RpcError`` when the daemon reports an error."""
+        info = require_feature(self._context.server_info, "agentForkContext", "fork agent context", "0.1.102")
+        message: dict[str, Any] = {"type": FORK_CONTEXT, "agentId": self.id}
+        if boundary_cursor is not None:
+            require_feature(info, "agentForkContextCursor", "fork agent context at a cursor", "0.1.108")
+            message["boundaryCursor"] = boundary_cursor.to_wire()
+        if boundary_message_id is not None:
+            _check_text(boundary_message_id, "boundary_message_id")
+            message["boundaryMessageId"] = boundary_message_id
+        payload = self._context.request(message, timeout=timeout)
+        check_reply(payload, FORK_CONTEXT)
+        return structure(reply_fields(payload), ForkContext)
+
+    def _setting(self, request_type: str, fields: Mapping[str, Any], timeout: float | None) -> SettingResult:
+        payload = self._context.request({"type": request_type, "agentId": self.id, **fields}, timeout=timeout)
+        check_reply(payload, request_type, accepted_field="accepted", missing="the daemon did not accept the change")
+        return structure(reply_fields(payload), SettingResult)
+
+
+def _check_text(value: object, name: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-blank string, got {value!r}")

@@ -1,0 +1,144 @@
+"""``daemon-client config get/set`` and ``daemon-client agent set-mode/set-model/commands``.
+
+Registered on the main parser by :func:`add_settings_commands`, which is handed the main
+module's connection options and client factory (so this module does not import it). Commands
+run on the main thread, print their result and return an exit code; errors are raised as
+:class:`~daemon_client.errors.DaemonClientError` for ``main`` to print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from daemon_client.agent_handle import AgentHandle
+from daemon_client.cli.render import table
+from daemon_client.client import Client
+from daemon_client.errors import DaemonClientError, UnknownConfigKeys
+
+ClientFactory = Callable[[argparse.Namespace], Client]
+
+
+def _value(text: str) -> Any:
+    """A command-line value: JSON when it parses (``true``, ``3``, ``{"a":1}``), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _patch(path: str, value: Any) -> dict[str, Any]:
+    """``mcp.injectIntoAgents`` + value → ``{"mcp": {"injectIntoAgents": value}}``."""
+    parts = path.split(".")
+    if not all(parts):
+        raise DaemonClientError(f"bad config key {path!r}: use dotted wire names such as mcp.injectIntoAgents")
+    patch: dict[str, Any] = {parts[-1]: value}
+    for part in reversed(parts[:-1]):
+        patch = {part: patch}
+    return patch
+
+
+def cmd_config_get(args: argparse.Namespace, out: TextIO) -> int:
+    with args.connect(args) as client:
+        config = client.config.get()
+        if args.key is None:
+            out.write(json.dumps(config.to_wire(), indent=2, sort_keys=True) + "\n")
+            return 0
+        missing = object()
+        value = config.value(args.key, missing)
+        if value is missing:
+            raise DaemonClientError(f"the daemon's configuration has no {args.key!r}")
+        out.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+def cmd_config_set(args: argparse.Namespace, out: TextIO) -> int:
+    with args.connect(args) as client:
+        try:
+            result = client.config.patch(_patch(args.key, _value(args.value)), allow_unknown_keys=args.allow_unknown)
+        except UnknownConfigKeys as exc:
+            raise DaemonClientError(
+                f"this daemon does not know {', '.join(exc.keys)} (a typo, or a key of a newer daemon: an older one "
+                "would echo it without saving it); --allow-unknown sends it anyway"
+            ) from None
+        out.write(f"{args.key} = {json.dumps(result.value(args.key), sort_keys=True)}\n")
+    return 0
+
+
+def _agent(client: Client, wanted: str) -> AgentHandle:
+    """The handle of an agent named by ID, unique ID prefix or exact title (settings need its exact ID)."""
+    snapshot = client.agents.fetch(wanted)
+    if snapshot is None:
+        raise DaemonClientError(f"no agent {wanted!r}")
+    return client.agents.ref(snapshot)
+
+
+def _notice(result: Any, out: TextIO) -> None:
+    if result.notice is not None:
+        out.write(f"note ({result.notice.type}): {result.notice.message}\n")
+
+
+def cmd_agent_set_mode(args: argparse.Namespace, out: TextIO) -> int:
+    with args.connect(args) as client:
+        agent = _agent(client, args.agent)
+        result = agent.set_mode(args.mode)
+        out.write(f"{agent.title or agent.id}: mode {args.mode}\n")
+        _notice(result, out)
+    return 0
+
+
+def cmd_agent_set_model(args: argparse.Namespace, out: TextIO) -> int:
+    with args.connect(args) as client:
+        agent = _agent(client, args.agent)
+        model = None if args.model == "default" else args.model
+        result = agent.set_model(model)
+        out.write(f"{agent.title or agent.id}: model {model or 'the provider default'}\n")
+        _notice(result, out)
+    return 0
+
+
+def cmd_agent_commands(args: argparse.Namespace, out: TextIO) -> int:
+    with args.connect(args) as client:
+        commands = _agent(client, args.agent).commands()
+        if args.json:
+            out.write(json.dumps([{"name": c.name, "description": c.description, "argumentHint": c.argument_hint,
+                                   "kind": c.kind} for c in commands], indent=2) + "\n")  # fmt: skip
+            return 0
+        rows = ([f"/{c.name}", c.argument_hint, c.kind or "", c.description] for c in commands)
+        out.write(table(rows, ["COMMAND", "ARGUMENTS", "KIND", "DESCRIPTION"]) + "\n")
+    return 0
+
+
+def add_settings_commands(
+    sub: Any, connection_args: Callable[[argparse.ArgumentParser], None], connect: ClientFactory
+) -> None:
+    """Add ``config`` and ``agent`` (with their subcommands) to the main parser's subparsers."""
+
+    def command(parent: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = parent.add_parser(name, help=help_text)
+        connection_args(parser)
+        parser.set_defaults(func=func, connect=connect)
+        return parser
+
+    config = sub.add_parser("config", help="read or change the daemon's configuration")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    get = command(config_sub, "get", "print the configuration, or one dotted key of it", cmd_config_get)
+    get.add_argument("key", nargs="?", help="a dotted wire key, e.g. mcp.injectIntoAgents")
+    put = command(config_sub, "set", "set one dotted key (the value is read as JSON when it parses)", cmd_config_set)
+    put.add_argument("key", help="a dotted wire key, e.g. mcp.injectIntoAgents")
+    put.add_argument("value", help="e.g. true, 3, '\"text\"', '{\"enabled\": false}'")
+    put.add_argument("--allow-unknown", action="store_true", help="send a key the daemon does not report")
+
+    agent = sub.add_parser("agent", help="change an agent's settings or list its slash commands")
+    agent_sub = agent.add_subparsers(dest="agent_command", required=True)
+    mode = command(agent_sub, "set-mode", "switch an agent's mode", cmd_agent_set_mode)
+    mode.add_argument("agent", help="agent ID, unique ID prefix or exact title")
+    mode.add_argument("mode", help="one of the agent's available modes")
+    model = command(agent_sub, "set-model", "switch an agent's model", cmd_agent_set_model)
+    model.add_argument("agent", help="agent ID, unique ID prefix or exact title")
+    model.add_argument("model", help="a model ID of the agent's provider, or 'default'")
+    commands = command(agent_sub, "commands", "list an agent's slash commands and skills", cmd_agent_commands)
+    commands.add_argument("agent", help="agent ID, unique ID prefix or exact title")
+    commands.add_argument("--json", action="store_true")

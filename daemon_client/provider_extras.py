@@ -1,0 +1,72 @@
+"""The remaining provider calls (protocol.md 12.6): features of a draft configuration, a
+provider's diagnostic, and usage (newer daemons).
+
+Functions used by :class:`~daemon_client.providers.ProvidersNamespace`; they run on the caller's
+thread and block with the request family's timeout.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from daemon_client.errors import ProtocolError, check_reply
+from daemon_client.host_gates import require_feature
+from daemon_client.protocol.agents import AgentFeature
+from daemon_client.protocol.lenient import structure_each
+from daemon_client.protocol.provider_usage import ProviderUsageList, parse_usage
+
+if TYPE_CHECKING:
+    from daemon_client.agent_create import AgentConfig
+    from daemon_client.runtime.context import ClientContext
+
+FEATURES = "list_provider_features_request"
+DIAGNOSTIC = "provider_diagnostic_request"
+USAGE = "provider.usage.list.request"
+
+
+def draft_config(config: AgentConfig, cwd: str | None) -> dict[str, Any]:
+    """The ``draftConfig`` of a features request: ``provider`` split at the first ``/`` into
+    provider and model (a model is optional here), plus the working directory."""
+    provider, _, model = config.provider.partition("/")
+    if not provider:
+        raise ValueError(f'Expected config.provider as "provider" or "provider/model", got {config.provider!r}')
+    directory = cwd or config.cwd
+    if not directory:
+        raise ValueError("features are read for a working directory: pass cwd=... or AgentConfig(cwd=...)")
+    draft: dict[str, Any] = {"provider": provider, "cwd": directory}
+    optional = {
+        "model": model or config.model,
+        "modeId": config.mode_id,
+        "thinkingOptionId": config.thinking_option_id,
+        "featureValues": dict(config.feature_values) if config.feature_values is not None else None,
+    }
+    draft.update({key: value for key, value in optional.items() if value is not None})
+    return draft
+
+
+def list_features(
+    context: ClientContext, config: AgentConfig, cwd: str | None, timeout: float | None
+) -> tuple[AgentFeature, ...]:
+    """The features an agent with ``config`` would offer; ``RpcError`` when the daemon reports
+    an error (it then sends no ``features`` at all)."""
+    message = {"type": FEATURES, "draftConfig": draft_config(config, cwd)}
+    payload = check_reply(context.request(message, timeout=timeout), FEATURES)
+    features = payload.get("features")
+    return structure_each(features if isinstance(features, list) else None, AgentFeature, "features")
+
+
+def diagnostic(context: ClientContext, provider: str, timeout: float | None) -> str:
+    """A provider's diagnostic report: free text for humans (never parse it)."""
+    if not isinstance(provider, str) or not provider:
+        raise ValueError(f"provider must be a provider ID, got {provider!r}")
+    payload = check_reply(context.request({"type": DIAGNOSTIC, "provider": provider}, timeout=timeout), DIAGNOSTIC)
+    text = payload.get("diagnostic")
+    if not isinstance(text, str):
+        raise ProtocolError(f"{DIAGNOSTIC} answered without a diagnostic text: {text!r:.200}")
+    return text
+
+
+def list_usage(context: ClientContext, timeout: float | None) -> ProviderUsageList:
+    """Every provider's subscription windows, balances and details (newer daemons)."""
+    require_feature(context.server_info, "providerUsageList", "list provider usage", "0.1.98")
+    return parse_usage(check_reply(context.request({"type": USAGE}, timeout=timeout), USAGE))

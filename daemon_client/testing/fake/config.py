@@ -1,0 +1,198 @@
+"""The fake daemon's mutable configuration (``fake.daemon_config``; protocol.md 12.3, transcript 14).
+
+Owns the ``MutableDaemonConfig`` of one fake and the handlers of ``get_daemon_config_request``
+and ``set_daemon_config_request``:
+
+- the configuration is shaped per host kind: 0.1.65-like broadcast hosts have only ``mcp`` and
+  ``providers``; capable and selective hosts also ``browserTools``, ``metadataGeneration``,
+  ``autoArchiveAfterMerge``, ``enableTerminalAgentHooks``, ``appendSystemPrompt`` (and
+  ``relay`` with ``features.relayConfig``);
+- a patch is deep-merged (objects merge, arrays and scalars replace); a known key with a value
+  of the wrong type fails the request schema (``rpc_error unknown_schema``, 14 L30-L31);
+- keys the host does not know: a broadcast host keeps them in memory and echoes them without
+  saving them (:attr:`FakeDaemonConfig.persisted` never has them), newer hosts drop them;
+  ``removeProviders`` deletes providers on newer hosts;
+- a patch that changes something pushes ``status daemon_config_changed`` to every connection
+  before the reply, and on broadcast hosts re-probes every provider (a ``loading`` update
+  first, then one update per provider after the reply, 14 L7-L15); a patch that changes
+  nothing pushes nothing (14 L28-L29).
+
+Handlers run on connection reader threads, tests call :meth:`FakeDaemonConfig.patch` from their
+own; one lock guards the configuration and is never held while sending.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from daemon_client.protocol.hosts import HostKind
+
+if TYPE_CHECKING:
+    from daemon_client.testing.fake.daemon import FakeDaemon
+    from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+
+__all__ = ["FakeDaemonConfig", "deep_merge"]
+
+_BOOL_PATHS = ("mcp.injectIntoAgents", "browserTools.enabled", "relay.enabled", "autoArchiveAfterMerge",
+               "enableTerminalAgentHooks")  # fmt: skip
+_STRING_PATHS = ("appendSystemPrompt",)
+_SETTLED = ("ready", "error", "unavailable")
+
+
+def deep_merge(base: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """``patch`` merged into a copy of ``base``: objects merge key by key, the rest replaces."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in patch.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _default_config(kind: HostKind, features: Mapping[str, bool]) -> dict[str, Any]:
+    config: dict[str, Any] = {"mcp": {"injectIntoAgents": False}, "providers": {}}
+    if kind is HostKind.BROADCAST:
+        return config
+    config.update(
+        browserTools={"enabled": False},
+        metadataGeneration={"providers": []},
+        autoArchiveAfterMerge=False,
+        enableTerminalAgentHooks=False,
+        appendSystemPrompt="",
+    )
+    if features.get("relayConfig"):
+        config["relay"] = {"enabled": False}
+    return config
+
+
+def _get(node: Mapping[str, Any], path: str) -> tuple[bool, Any]:
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _valid(patch: Mapping[str, Any]) -> bool:
+    """The daemon's request schema, for the keys the fake knows the type of."""
+    for path in _BOOL_PATHS + _STRING_PATHS:
+        present, value = _get(patch, path)
+        expected = str if path in _STRING_PATHS else bool
+        if present and type(value) is not expected:
+            return False
+    for key in ("mcp", "browserTools", "relay", "metadataGeneration"):
+        if key in patch and not isinstance(patch[key], Mapping):
+            return False
+    providers = patch.get("providers")
+    if providers is not None and not (
+        isinstance(providers, Mapping) and all(isinstance(entry, Mapping) for entry in providers.values())
+    ):
+        return False
+    return all(type(entry.get("enabled", True)) is bool for entry in (providers or {}).values())
+
+
+def _known_only(patch: Mapping[str, Any], shape: Mapping[str, Any]) -> dict[str, Any]:
+    """``patch`` without the keys ``shape`` lacks (objects compared key by key; provider entries
+    pass through)."""
+    kept: dict[str, Any] = {}
+    for key, value in patch.items():
+        if key not in shape:
+            continue
+        if key != "providers" and isinstance(value, Mapping) and isinstance(shape[key], Mapping):
+            kept[key] = _known_only(value, shape[key])
+        else:
+            kept[key] = copy.deepcopy(value)
+    return kept
+
+
+class FakeDaemonConfig:
+    """``fake.daemon_config``: see the module docstring."""
+
+    def __init__(self, daemon: FakeDaemon) -> None:
+        self.daemon = daemon
+        config = daemon.core.config
+        self.host_kind: HostKind = config.host_kind
+        self.lock = threading.Lock()
+        self._shape = _default_config(config.host_kind, config.effective_features)
+        self._current = copy.deepcopy(self._shape)
+        self._persisted = copy.deepcopy(self._shape)
+        self.reprobe_providers: bool = config.host_kind is HostKind.BROADCAST
+        """Whether every change re-probes the providers (0.1.65 rebuilds its provider registry)."""
+
+    def install(self, registry: HandlerRegistry) -> None:
+        registry.register("get_daemon_config_request", self._handle_get)
+        registry.register("set_daemon_config_request", self._handle_set, required=("config",))
+
+    # -- test thread ---------------------------------------------------------------------------
+
+    @property
+    def current(self) -> dict[str, Any]:
+        """The configuration the daemon answers with (a copy)."""
+        with self.lock:
+            return copy.deepcopy(self._current)
+
+    @property
+    def persisted(self) -> dict[str, Any]:
+        """What the daemon wrote to its ``config.json`` (a copy): what survives a restart."""
+        with self.lock:
+            return copy.deepcopy(self._persisted)
+
+    def patch(self, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Change the configuration as another client would (pushes included); returns it."""
+        changed, result = self._apply(patch)
+        if changed:
+            self._announce(result, reply=None)
+        return result
+
+    # -- handlers ------------------------------------------------------------------------------
+
+    def _handle_get(self, ctx: RequestContext) -> None:
+        ctx.reply({"config": self.current})
+
+    def _handle_set(self, ctx: RequestContext) -> None:
+        patch = ctx.message["config"]
+        if not isinstance(patch, Mapping) or not _valid(patch):
+            ctx.rpc_error("Unknown request schema", "unknown_schema")
+            return
+        changed, result = self._apply(patch)
+        if changed:
+            self._announce(result, reply=ctx)
+        else:
+            ctx.reply({"config": result})
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _apply(self, patch: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+        with self.lock:
+            known = _known_only(patch, self._shape)
+            if self.host_kind is HostKind.BROADCAST:
+                merged = deep_merge(self._current, patch)  # unknown keys kept in memory, echoed
+            else:
+                merged = deep_merge(self._current, known)
+                removed = patch.get("removeProviders")
+                for name in removed if isinstance(removed, list) else []:
+                    merged["providers"].pop(name, None)
+            changed = merged != self._current
+            self._current = merged
+            persisted = deep_merge(self._persisted, known)
+            if self.host_kind is not HostKind.BROADCAST:
+                persisted["providers"] = copy.deepcopy(merged["providers"])
+            self._persisted = persisted
+            return changed, copy.deepcopy(merged)
+
+    def _announce(self, config: dict[str, Any], reply: RequestContext | None) -> None:
+        """The frames of a change, in the order of transcript 14."""
+        providers = self.daemon.providers
+        before = {entry["provider"]: entry for entry in providers.entries()} if self.reprobe_providers else {}
+        if before:
+            providers.start_loading(keep_models=True)
+        self.daemon.push("status", {"status": "daemon_config_changed", "config": config})
+        if reply is not None:
+            reply.reply({"config": config})
+        for name, entry in before.items():
+            status = entry.get("status")
+            providers.resolve(name, status if status in _SETTLED else "ready", error=entry.get("error"))

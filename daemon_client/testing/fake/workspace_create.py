@@ -1,0 +1,223 @@
+"""Workspace creation, titles and Paseo worktrees in the fake daemon (``fake.worktrees``;
+protocol.md 12.5, transcript 17).
+
+Handlers of ``create_paseo_worktree_request``, ``paseo_worktree_list_request`` and
+``paseo_worktree_archive_request`` (every host), and on hosts with
+``features.workspaceMultiplicity`` of ``workspace.create.request`` and
+``workspace.title.set.request``. ``archive_workspace_request`` of a worktree workspace is
+refused in its reply on broadcast (0.1.65-like) hosts (``"Use worktree archive for Paseo
+worktrees"``) and archives the worktree on newer hosts; other workspaces are archived by the
+directory's own handler.
+
+Worktrees live in ``/home/dev/.paseo/worktrees/<8 hex>/<slug>`` of a repository in
+:attr:`FakeWorktrees.repositories` (any path inside one is accepted as ``cwd``); a new worktree's
+workspace is stored in ``fake.workspaces`` (its ``workspace_update`` frames come before the
+reply here; 0.1.65 sends the reply first), followed by ``workspace_setup_progress`` ``running``
+and ``completed``. Archiving a worktree archives the agents working in it and removes its
+workspace. Handlers run on connection reader threads; one lock guards the worktree table and is
+never held while sending.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from daemon_client.protocol.hosts import HostKind
+from daemon_client.testing.fake.engine.handlers import iso_now
+
+if TYPE_CHECKING:
+    from daemon_client.testing.fake.daemon import FakeDaemon
+    from daemon_client.testing.fake.engine.handlers import Handler, HandlerRegistry, RequestContext
+
+__all__ = ["DEFAULT_REPOSITORY", "WORKTREES_ROOT", "FakeWorktrees"]
+
+DEFAULT_REPOSITORY = "/home/dev/projects/demo-repo"
+WORKTREES_ROOT = "/home/dev/.paseo/worktrees"
+_REFUSAL = "Use worktree archive for Paseo worktrees"
+
+
+def _inside(path: str, root: str) -> bool:
+    path, root = path.rstrip("/"), root.rstrip("/")
+    return path == root or path.startswith(root + "/")
+
+
+class FakeWorktrees:
+    """``fake.worktrees``: see the module docstring."""
+
+    def __init__(self, daemon: FakeDaemon) -> None:
+        self.daemon = daemon
+        config = daemon.core.config
+        self.host_kind: HostKind = config.host_kind
+        self.newest = bool(config.effective_features.get("workspaceMultiplicity"))
+        self.repositories: set[str] = {DEFAULT_REPOSITORY}
+        """Git repositories worktrees can be made of."""
+        self.lock = threading.Lock()
+        self._worktrees: dict[str, dict[str, Any]] = {}
+        self._archive_workspace: Handler | None = None
+
+    def install(self, registry: HandlerRegistry) -> None:
+        registry.register("create_paseo_worktree_request", self._handle_legacy_create, required=("cwd",))
+        registry.register("paseo_worktree_list_request", self._handle_list)
+        registry.register("paseo_worktree_archive_request", self._handle_archive)
+        if self.newest:
+            registry.register("workspace.create.request", self._handle_create, required=("source",))
+            registry.register("workspace.title.set.request", self._handle_title, required=("workspaceId", "title"))
+        self._archive_workspace = registry.handler_for("archive_workspace_request")
+        registry.register("archive_workspace_request", self._handle_archive_workspace)
+
+    # -- test thread ---------------------------------------------------------------------------
+
+    def worktrees(self) -> list[dict[str, Any]]:
+        """The live worktrees (``paseo_worktree_list_response`` rows)."""
+        with self.lock:
+            return [dict(row) for row in self._worktrees.values()]
+
+    # -- creation ------------------------------------------------------------------------------
+
+    def _repository(self, cwd: object) -> str | None:
+        if not isinstance(cwd, str):
+            return None
+        return next((repo for repo in sorted(self.repositories) if _inside(cwd, repo)), None)
+
+    def _new_worktree(self, cwd: object, slug: object, base: object) -> tuple[dict[str, Any] | None, str | None]:
+        repo = self._repository(cwd)
+        if repo is None:
+            return None, f"Not a git repository: {cwd}"
+        branch = slug if isinstance(slug, str) and slug else f"wt-{uuid.uuid4().hex[:6]}"
+        path = f"{WORKTREES_ROOT}/{uuid.uuid4().hex[:8]}/{branch}"
+        with self.lock:
+            if any(row["branchName"] == branch for row in self._worktrees.values()):
+                return None, f"A branch named '{branch}' already exists"
+            self._worktrees[path] = {"worktreePath": path, "createdAt": iso_now(), "branchName": branch,
+                                     "head": uuid.uuid4().hex + uuid.uuid4().hex[:8], "repoRoot": repo,
+                                     "base": base if isinstance(base, str) else "main"}  # fmt: skip
+        workspace_id = f"ws-{uuid.uuid4().hex[:12]}" if self.newest else path
+        workspace = self.daemon.workspaces.upsert(
+            workspace_id,
+            workspaceDirectory=path,
+            projectId=repo,
+            projectDisplayName=posixpath.basename(repo),
+            projectRootPath=repo,
+            projectKind="git",
+            workspaceKind="worktree",
+            name=branch,
+            gitRuntime={"currentBranch": branch, "remoteUrl": None, "isPaseoOwnedWorktree": True, "isDirty": False},
+        )
+        return workspace, None
+
+    def _setup_progress(self, ctx: RequestContext, workspace: Mapping[str, Any]) -> None:
+        path = workspace["workspaceDirectory"]
+        detail = {"type": "worktree_setup", "worktreePath": path, "branchName": workspace["name"], "log": "",
+                  "commands": []}  # fmt: skip
+        for status in ("running", "completed"):
+            ctx.send("workspace_setup_progress",
+                     {"workspaceId": workspace["id"], "status": status, "detail": detail, "error": None})  # fmt: skip
+
+    def _created(self, ctx: RequestContext, workspace: dict[str, Any] | None, error: str | None) -> None:
+        ctx.reply({"workspace": workspace, "error": error, "setupTerminalId": None,
+                   **({"errorCode": "worktree_create_failed"} if error else {})})  # fmt: skip
+        if workspace is not None and workspace.get("workspaceKind") == "worktree":
+            self._setup_progress(ctx, workspace)
+
+    def _handle_legacy_create(self, ctx: RequestContext) -> None:
+        message = ctx.message
+        workspace, error = self._new_worktree(message["cwd"], message.get("worktreeSlug"), message.get("refName"))
+        self._created(ctx, workspace, error)
+
+    def _handle_create(self, ctx: RequestContext) -> None:
+        source = ctx.message["source"]
+        kind = source.get("kind") if isinstance(source, Mapping) else None
+        title = ctx.message.get("title")
+        if kind == "worktree":
+            workspace, error = self._new_worktree(source.get("cwd"), source.get("worktreeSlug"),
+                                                  source.get("baseBranch"))  # fmt: skip
+        elif kind == "directory" and isinstance(source.get("path"), str) and source["path"]:
+            path = source["path"]
+            workspace = self.daemon.workspaces.upsert(
+                f"ws-{uuid.uuid4().hex[:12]}", workspaceDirectory=path, projectRootPath=path, projectId=path,
+                projectDisplayName=posixpath.basename(path.rstrip("/")) or path,
+            )  # fmt: skip
+            error = None
+        else:
+            ctx.rpc_error("Unknown request schema", "unknown_schema")
+            return
+        if workspace is not None and isinstance(title, str) and title.strip():
+            workspace = self.daemon.workspaces.upsert(workspace["id"], title=title.strip(), name=title.strip())
+        self._created(ctx, workspace, error)
+
+    # -- titles --------------------------------------------------------------------------------
+
+    def _handle_title(self, ctx: RequestContext) -> None:
+        workspace_id, title = ctx.message["workspaceId"], ctx.message["title"]
+        workspace = self.daemon.workspaces.get(workspace_id) if isinstance(workspace_id, str) else None
+        base = {"workspaceId": workspace_id}
+        if workspace is None:
+            ctx.reply({**base, "accepted": False, "title": None, "error": f"Workspace not found: {workspace_id}"})
+            return
+        kept = title.strip() if isinstance(title, str) and title.strip() else None
+        fallback = workspace.get("gitRuntime", {}) or {}
+        name = kept or fallback.get("currentBranch") or posixpath.basename(str(workspace.get("workspaceDirectory")))
+        self.daemon.workspaces.upsert(workspace_id, title=kept, name=name)
+        ctx.reply({**base, "accepted": True, "title": kept, "error": None})
+
+    # -- list and archive ----------------------------------------------------------------------
+
+    def _handle_list(self, ctx: RequestContext) -> None:
+        cwd, root = ctx.message.get("cwd"), ctx.message.get("repoRoot")
+        repo = root if isinstance(root, str) else self._repository(cwd)
+        if repo is None:
+            error = {"code": "NOT_GIT_REPO", "message": f"Not a git repository: {cwd or root}"}
+            ctx.reply({"worktrees": [], "error": error})
+            return
+        with self.lock:
+            rows = [{k: v for k, v in row.items() if k not in ("repoRoot", "base")}
+                    for row in self._worktrees.values() if row["repoRoot"] == repo]  # fmt: skip
+        ctx.reply({"worktrees": rows, "error": None})
+
+    def _handle_archive(self, ctx: RequestContext) -> None:
+        path, branch = ctx.message.get("worktreePath"), ctx.message.get("branchName")
+        removed = self._archive(path, branch)
+        if removed is None:
+            error = {"code": "NOT_ALLOWED", "message": f"Not a Paseo worktree: {path or branch}"}
+            ctx.reply({"success": False, "removedAgents": [], "error": error})
+            return
+        ctx.reply({"success": True, "removedAgents": removed, "error": None})
+
+    def _archive(self, path: object, branch: object) -> list[str] | None:
+        """Archive a worktree (by path or branch): its agents, then its workspace; the archived
+        agent IDs, or ``None`` when there is no such worktree."""
+        with self.lock:
+            row = self._worktrees.get(path) if isinstance(path, str) else None
+            if row is None and isinstance(branch, str):
+                row = next((r for r in self._worktrees.values() if r["branchName"] == branch), None)
+            if row is not None:
+                del self._worktrees[row["worktreePath"]]
+        if row is None:
+            return None
+        worktree = row["worktreePath"]
+        removed = [a["id"] for a in self.daemon.agents.all() if _inside(str(a.get("cwd")), worktree)]
+        for agent_id in removed:
+            self.daemon.runs.cancel(agent_id)
+            self.daemon.runs.upsert(agent_id, archivedAt=iso_now(), status="closed")
+        for workspace in self.daemon.workspaces.all():
+            if workspace.get("workspaceDirectory") == worktree:
+                self.daemon.workspaces.upsert(workspace["id"], archivingAt=iso_now())
+                self.daemon.workspaces.remove(workspace["id"])
+        return removed
+
+    def _handle_archive_workspace(self, ctx: RequestContext) -> None:
+        workspace_id = ctx.message["workspaceId"]
+        workspace = self.daemon.workspaces.get(workspace_id) if isinstance(workspace_id, str) else None
+        if workspace is not None and workspace.get("workspaceKind") == "worktree":
+            if self.host_kind is HostKind.BROADCAST:
+                ctx.reply({"workspaceId": workspace_id, "archivedAt": None, "error": _REFUSAL})
+                return
+            self._archive(workspace.get("workspaceDirectory"), None)
+            ctx.reply({"workspaceId": workspace_id, "archivedAt": iso_now(), "error": None})
+            return
+        if self._archive_workspace is not None:
+            self._archive_workspace(ctx)
