@@ -103,6 +103,9 @@ class WebSocketTransport:
             raise TransportClosed(None, "the connection was aborted")
 
     def connect(self, params: ConnectParams) -> None:
+        with self._close_lock:
+            if self._closed:  # aborted before it started: nothing is opened
+                raise TransportError("aborted before connecting")
         try:
             target = parse_target(params.url, ssl_context=params.ssl_context)
         except ValueError as exc:
