@@ -102,7 +102,7 @@ class ReaderLoop:
     def _write(self, text: str) -> None:
         with self._send_lock:
             transport = self._transport
-            if transport is None:
+            if transport is None or not self._handshaken:  # a session frame never precedes a hello's reply
                 raise ConnectionLost("Connection lost")
             if self._frame_log.isEnabledFor(logging.DEBUG):
                 self._frame_log.debug("-> %s", preview(text, 500))

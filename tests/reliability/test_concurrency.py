@@ -14,6 +14,9 @@ now regression tests). BUG_STALE_UNION (a ``ready`` that never resolved on a sel
 caller's establishment failure handled after the next connection's restore put the handle back
 to pending for good) is fixed too; its deterministic tests are in
 tests/client/test_subscription_contract.py, and this test no longer tolerates its symptom.
+BUG_WRITE_BEFORE_HELLO (a request that saw the old connection written on the next transport
+before its hello: the daemon closed it with 4002 and the client stopped for good) is fixed and
+pinned down below.
 """
 
 from __future__ import annotations
@@ -450,3 +453,82 @@ def test_a_subscribe_racing_a_drop_is_established_after_the_reconnect_on_a_selec
                     f"{fake.timeline.subscriptions()}")  # fmt: skip
     seq = fake.timeline.append("a1", {"type": "assistant_message", "text": "hello"})
     assert wait_until(lambda: seen == [seq], 2.0)
+
+
+def test_a_request_checked_against_the_old_connection_is_never_written_before_the_next_hello(
+    fakes, monkeypatch
+) -> None:
+    """Regression (BUG_WRITE_BEFORE_HELLO, found by the stress test on a capable host): ``submit``
+    saw the connection CONNECTED, the connection dropped, and its frame was written on the next
+    transport before that transport's hello. The daemon closes such a socket with 4002, which
+    ends the client for good. Such a request must fail with ``ConnectionLost`` instead."""
+    fake = fakes("capable")
+    fake.on_request("echo_request", lambda ctx: ctx.reply({"echo": ctx.message.get("value")}))
+    opened = threading.Event()
+    written = threading.Event()
+    factory = fake.transport_factory
+    transports: list[Any] = []
+
+    class HeldBeforeHello:
+        """The next transport: connected, then held until the stale request tried to write."""
+
+        def __init__(self) -> None:
+            self._inner = factory()
+            transports.append(self)
+
+        def connect(self, params: Any) -> None:
+            self._inner.connect(params)
+            if len(transports) == 2:
+                opened.set()
+                assert written.wait(5.0)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    client = dc.Client(
+        "ws://fake-daemon/ws",
+        transport_factory=HeldBeforeHello,
+        strict=True,
+        reconnect=dc.ReconnectPolicy(base_delay=0.05, max_delay=0.2),
+        connect_timeout=5.0,
+    )
+    try:
+        _request_across_a_reconnect(client, fake, opened, written, monkeypatch)
+    finally:
+        client.close()
+
+
+def _request_across_a_reconnect(
+    client: dc.Client, fake: FakeDaemon, opened: threading.Event, written: threading.Event, monkeypatch: Any
+) -> None:
+    from daemon_client.runtime import connection as runtime_connection
+
+    client.connect()
+    write = runtime_connection.Connection._write
+
+    def stale_write(self: Any, text: str) -> None:
+        if threading.current_thread().name == "stale" and "echo_request" in text:
+            fake.drop_connections()
+            assert opened.wait(5.0)  # the next transport is open and its hello not yet sent
+            try:
+                write(self, text)
+            finally:
+                written.set()
+            return
+        write(self, text)
+
+    monkeypatch.setattr(runtime_connection.Connection, "_write", stale_write)
+    outcome: list[object] = []
+
+    def stale_request() -> None:
+        try:
+            outcome.append(client.request({"type": "echo_request", "value": 1}, timeout=5.0))
+        except dc.DaemonClientError as exc:
+            outcome.append(exc)
+
+    stale = threading.Thread(target=stale_request, name="stale")
+    stale.start()
+    stale.join(10.0)
+    assert isinstance(outcome[0], dc.ConnectionLost), outcome
+    _wait_state(client, dc.ConnectionState.CONNECTED)
+    assert client.request({"type": "echo_request", "value": 2}, timeout=5.0).get("echo") == 2
