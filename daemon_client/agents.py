@@ -191,6 +191,11 @@ class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEnt
             return HandleUpdate(update.agent_id, None, True, message)
         return None
 
+    def _note_entry(self, handle: AgentHandle, entry: AgentEntry) -> None:
+        handle.note_snapshot(entry.agent)
+        if entry.project is not None:
+            handle.note_project(entry.project)
+
     def _before_update(self, handle: AgentHandle, message: AgentMessage) -> None:
         if message.payload.project is not None:
             handle.note_project(message.payload.project)

@@ -4,8 +4,11 @@ follow routed updates.
 
 Methods run on the caller's thread and block with a timeout. Handle snapshots and
 listeners are updated on the callback thread, from updates routed to this client's live
-observations (see :mod:`daemon_client.subscriptions.directory`). The handle registry is a
-weak dictionary guarded by ``_handles_lock``.
+observations (see :mod:`daemon_client.subscriptions.directory`), and handle snapshots also
+from every snapshot an observation receives (the first one and each one after a
+reconnect): a handle whose item the snapshot contains takes the item's entry; the others
+keep theirs (a page or a filter can leave an item out). The handle registry is a weak
+dictionary guarded by ``_handles_lock``.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class DirectoryNamespace(Generic[R, M, E, H]):
         self._handles: weakref.WeakValueDictionary[str, H] = weakref.WeakValueDictionary()
         self._handles_lock = threading.Lock()
         manager.add_listener(self._on_update)
+        manager.add_snapshot_listener(self._on_snapshot)
 
     # ------------------------------------------------------------------ what a family says
     def _new_handle(self, item_id: str, known: E | None, snapshot: Any) -> H:
@@ -74,6 +78,10 @@ class DirectoryNamespace(Generic[R, M, E, H]):
 
     def _interpret(self, message: M) -> HandleUpdate[M] | None:
         """What a routed update does to its item's handle (``None``: nothing)."""
+        raise NotImplementedError
+
+    def _note_entry(self, handle: H, entry: E) -> None:
+        """Record ``entry`` (the handle's item, from an observation's snapshot) in its handle."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ caller thread
@@ -134,3 +142,12 @@ class DirectoryNamespace(Generic[R, M, E, H]):
 
     def _before_update(self, handle: H, message: M) -> None:
         """Family-specific state a handle takes from an update before its listeners run."""
+
+    def _on_snapshot(self, snapshot: R) -> None:
+        """An observation received a snapshot: the handles of the items it contains take them.
+        Handle listeners are not called: a snapshot is no update message."""
+        family = self._manager.family
+        for entry in family.entries(snapshot):
+            handle = self._handles.get(family.entry_key(entry))
+            if handle is not None:
+                self._note_entry(handle, entry)

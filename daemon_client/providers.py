@@ -14,7 +14,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 from daemon_client import provider_extras
-from daemon_client.errors import ProvidersNotReady, check_reply
+from daemon_client.errors import ConnectionLost, NotConnected, ProvidersNotReady, check_reply
 from daemon_client.protocol.agents import AgentFeature, AgentMode
 from daemon_client.protocol.lenient import structure_each
 from daemon_client.protocol.paths import same_directory
@@ -36,8 +36,19 @@ if TYPE_CHECKING:
 EVENT = "providers_snapshot_update"
 
 
+_RESTORED = object()
+"""Put in ``wait_for_ready``'s inbox when its observation is restored after a reconnect."""
+
+
 def _as_snapshot(update: ProviderSnapshotUpdate) -> ProviderSnapshot:
     return ProviderSnapshot(entries=update.entries, generated_at=update.generated_at, cwd=update.cwd)
+
+
+def _examine(item: object) -> object:
+    """An item of ``wait_for_ready``'s inbox: raises the error that ended the observation."""
+    if isinstance(item, BaseException):
+        raise item
+    return item
 
 
 class ProvidersNamespace:
@@ -74,55 +85,66 @@ class ProvidersNamespace:
         """Wait until no provider is ``loading`` and return that catalog (protocol.md 7.5).
 
         Observes first, then reads the snapshot, so no update can fall in between; of the
-        updates already delivered when the reply arrives only the newest is examined. On
-        hosts with per-directory snapshots only updates for the snapshot's directory count:
-        the one the daemon's reply names (its own spelling of ``cwd``), else ``cwd``, compared
-        as directories (``/repo/./sdk`` is ``/repo/sdk``, ``C:\\repo`` is ``C:/repo``; see
-        :func:`~daemon_client.protocol.paths.directory_key`). Raises ``ProvidersNotReady``
-        (a ``RequestTimeout``) naming the providers still loading. The observation is
-        released in every outcome.
+        updates already delivered when the reply arrives only the newest is examined. After
+        every reconnect (updates sent while the client was away are lost) it reads the
+        snapshot again and goes on the same way; a read interrupted by the connection's loss
+        is made again after the reconnect. On hosts with per-directory snapshots only updates
+        for the snapshot's directory count: the one the daemon's reply names (its own spelling
+        of ``cwd``), else ``cwd``, compared as directories (``/repo/./sdk`` is ``/repo/sdk``,
+        ``C:\\repo`` is ``C:/repo``; see :func:`~daemon_client.protocol.paths.directory_key`).
+        Raises ``ProvidersNotReady`` (a ``RequestTimeout``) naming the providers still loading;
+        the error that ended the observation (``ClientClosed``, a failed re-establishment);
+        or a read's error other than a lost connection. The observation is released in every
+        outcome.
         """
         self._events.dispatcher.check_can_wait("provider updates")
         deadline = time.monotonic() + timeout
-        updates: queue.SimpleQueue[ProviderSnapshotUpdate] = queue.SimpleQueue()
-        subscription = self.subscribe(updates.put)
+        inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
+        subscription = self.subscribe(inbox.put, on_restored=lambda: inbox.put(_RESTORED), on_error=inbox.put)
+        loading: tuple[str, ...] | None = None
         try:
             subscription.ready.result(max(0.0, deadline - time.monotonic()))
-            snapshot = self.snapshot(cwd, timeout=max(0.001, deadline - time.monotonic()))
-            loading = snapshot.loading
-            if not loading:
-                return snapshot
-            info = self._context.server_info
-            per_cwd = info is not None and info.feature("providersSnapshotCwd")
-            directory = snapshot.cwd if snapshot.cwd is not None else cwd
-
-            def counts(update: ProviderSnapshotUpdate) -> bool:
-                return not per_cwd or directory is None or same_directory(update.cwd, directory)
-
-            newest: ProviderSnapshotUpdate | None = None
-            while True:  # of the updates that came before the reply, only the newest tells the state
+            while True:  # the first read, then one after every reconnect
                 try:
-                    update = updates.get_nowait()
-                except queue.Empty:
+                    snapshot: ProviderSnapshot | None = self.snapshot(
+                        cwd, timeout=max(0.001, deadline - time.monotonic())
+                    )
+                except (ConnectionLost, NotConnected):
+                    snapshot = None  # read again once the observation is restored
+                if snapshot is not None:
+                    if not snapshot.loading:
+                        return snapshot
+                    loading = snapshot.loading
+                counts = self._counts(snapshot.cwd if snapshot is not None and snapshot.cwd is not None else cwd)
+                newest: ProviderSnapshotUpdate | None = None
+                restored = False
+                while not restored:  # of the updates that came before the reply, only the newest tells the state
+                    try:
+                        item = inbox.get_nowait()
+                    except queue.Empty:
+                        break
+                    restored = _examine(item) is _RESTORED
+                    if isinstance(item, ProviderSnapshotUpdate) and counts(item):
+                        newest = item
+                if newest is not None:
+                    if not newest.loading:
+                        return _as_snapshot(newest)
+                    loading = newest.loading
+                while not restored and (remaining := deadline - time.monotonic()) > 0:
+                    try:
+                        item = inbox.get(timeout=remaining)
+                    except queue.Empty:
+                        break
+                    restored = _examine(item) is _RESTORED
+                    if isinstance(item, ProviderSnapshotUpdate) and counts(item):
+                        if not item.loading:
+                            return _as_snapshot(item)
+                        loading = item.loading
+                if not restored:
                     break
-                if counts(update):
-                    newest = update
-            if newest is not None:
-                loading = newest.loading
-                if not loading:
-                    return _as_snapshot(newest)
-            while (remaining := deadline - time.monotonic()) > 0:
-                try:
-                    update = updates.get(timeout=remaining)
-                except queue.Empty:
-                    break
-                if not counts(update):
-                    continue
-                loading = update.loading
-                if not loading:
-                    return _as_snapshot(update)
             raise ProvidersNotReady(
-                f"Timed out waiting for providers: {', '.join(loading)}",
+                "Timed out waiting for providers: "
+                + (", ".join(loading) if loading is not None else "the catalog could not be read"),
                 request_type="wait_for_ready",
                 timeout=timeout,
             )
@@ -134,6 +156,16 @@ class ProvidersNamespace:
             ) from None
         finally:
             subscription.release(timeout=2.0)
+
+    def _counts(self, directory: str | None) -> Callable[[ProviderSnapshotUpdate], bool]:
+        """Whether an update concerns the catalog of ``directory`` (always, without per-directory snapshots)."""
+        info = self._context.server_info
+        per_cwd = info is not None and info.feature("providersSnapshotCwd")
+
+        def counts(update: ProviderSnapshotUpdate) -> bool:
+            return not per_cwd or directory is None or same_directory(update.cwd, directory)
+
+        return counts
 
     def refresh(
         self, providers: Sequence[str] | None = None, cwd: str | None = None, *, timeout: float | None = None

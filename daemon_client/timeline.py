@@ -13,7 +13,9 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.errors import ClientClosed, check_reply
+import attrs
+
+from daemon_client.errors import ClientClosed, ProtocolError, check_reply
 from daemon_client.protocol.timeline import (
     SubscriptionError,
     TimelineCursor,
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 
 DIRECTIONS = ("tail", "before", "after")
 PROJECTIONS = ("projected", "canonical")
+MAX_RESTARTS = 5
+"""How many resets in a row a ``pages("after")`` walk follows before it gives up."""
 
 
 class AgentTimeline:
@@ -104,7 +108,17 @@ class AgentTimeline:
 
         ``"before"`` walks from ``cursor`` (default: the newest rows) back to the oldest;
         ``"after"`` walks forward from ``cursor`` (default: the oldest rows) to the newest.
-        A page with ``reset`` (stale cursor or gap) restarts the walk from that page.
+
+        A read the daemon answers with ``reset`` (the cursor's epoch is gone: ``stale_cursor``;
+        or, ``after``, rows after the cursor were trimmed: ``gap``) means: drop what you hold.
+        Walking ``before``, that page (the newest rows) is yielded and the walk goes on to the
+        oldest row. Walking ``after``, the walk restarts from the oldest row the daemon still
+        holds for that page's epoch (``window.min_seq``): the daemon's tail page is not
+        yielded; the first page of the restarted walk is, with ``reset`` set and the daemon's
+        ``stale_cursor``/``gap``, and the walk goes on to the newest row. So a consumer that
+        replaces what it holds on ``reset`` ends with every row of the epoch. This holds
+        whenever a reset happens, also when the history is replaced in the middle of a walk.
+        After :data:`MAX_RESTARTS` resets in a row the walk raises ``ProtocolError``.
         """
         if direction not in ("before", "after"):
             raise ValueError("pages() walks 'before' (older) or 'after' (newer)")
@@ -113,6 +127,8 @@ class AgentTimeline:
             cursor = TimelineCursor(probe.epoch, max(0, probe.window.min_seq - 1))
         page = self.refetch(direction if cursor else "tail", cursor, limit, projection, timeout=timeout)
         while True:
+            if direction == "after" and page.reset:
+                page = self._restart_after(page, limit, projection, timeout)
             yield page
             if direction == "before":
                 if not page.has_older or page.start_cursor is None:
@@ -122,6 +138,21 @@ class AgentTimeline:
                 if not page.has_newer or page.end_cursor is None:
                     return
                 page = self.refetch("after", page.end_cursor, limit, projection, timeout=timeout)
+
+    def _restart_after(
+        self, reset: TimelinePage, limit: int, projection: str | None, timeout: float | None
+    ) -> TimelinePage:
+        """The first page of an ``after`` walk restarted from the oldest row the daemon holds
+        for the epoch of ``reset`` (a page it reset), marked ``reset`` as the daemon's was."""
+        for _ in range(MAX_RESTARTS):
+            start = TimelineCursor(reset.epoch, max(0, reset.window.min_seq - 1))
+            page = self.refetch("after", start, limit, projection, timeout=timeout)
+            if not page.reset:
+                return attrs.evolve(page, reset=True, stale_cursor=reset.stale_cursor, gap=reset.gap)
+            reset = page  # trimmed or replaced again meanwhile: restart from the new window
+        raise ProtocolError(
+            f"the timeline of {self._handle.id} was reset {MAX_RESTARTS + 1} times in a row while reading it"
+        )
 
     def stream(self, timeout: float | None = None) -> TimelineStream:
         """A blocking iterator over live updates, for scripts that prefer pulling.

@@ -295,6 +295,9 @@ class WorkspacesNamespace(
             if not page.page_info.has_more or not cursor:
                 return None
 
+    def _note_entry(self, handle: WorkspaceHandle, entry: WorkspaceDescriptor) -> None:
+        handle.note_snapshot(entry)
+
     def _interpret(self, message: WorkspaceMessage) -> HandleUpdate[WorkspaceMessage] | None:
         update = message.payload
         if update.kind == "upsert" and update.workspace is not None:

@@ -273,8 +273,10 @@ class Connection:
         self._send(writer, encode_session(message))
 
     def _writer_locked(self) -> Writer | None:
+        """The writer of the current socket once its handshake is done: a session frame never
+        precedes the daemon's answer to the hello (it would close the socket with 4002)."""
         sock = self._link.socket
-        return sock.writer if sock is not None else None
+        return sock.writer if sock is not None and sock.handshaken else None
 
     def _send(self, writer: Writer | None, text: str) -> None:
         if writer is None:

@@ -18,6 +18,13 @@ observation with a daemon-issued ID, routed by ``subscriptionId`` and released w
 ``subscription.release.request``. On selective and broadcast-only hosts the daemon keeps
 one slot per family: observations get local ``legacy:`` IDs, untagged updates fan out to
 every live observation of the family, and release only detaches callbacks.
+
+Reconnects: every live observation re-sends its subscribing read, in creation order, and
+stays ``RESTORING`` until its own reply (the new snapshot) arrives; it is then live again
+and receives every later update. An observation skips only the updates that arrive while it
+is restoring, which its new snapshot covers; others of the family that are live already
+keep receiving them. Every snapshot an observation receives is also handed to the
+manager's snapshot listeners (handles refresh the items it contains).
 """
 
 from __future__ import annotations
@@ -60,11 +67,18 @@ _log = logging.getLogger("daemon_client.subscriptions.directory")
 
 
 class ObservationState(enum.Enum):
+    """Where a :class:`DirectoryObservation` stands (``observation.state``)."""
+
     ESTABLISHING = "establishing"
+    """The first subscribing read is in flight."""
     LIVE = "live"
+    """Established: updates are delivered."""
     RESTORING = "restoring"
+    """The connection dropped: waiting for (or receiving) the snapshot of the re-sent read."""
     FAILED = "failed"
+    """Establishing or re-establishing failed (``error`` says why): released, nothing is retried."""
     RELEASED = "released"
+    """Released by ``release()`` or by ``close()``."""
 
 
 @attrs.frozen
@@ -112,11 +126,14 @@ class DirectoryObservation(Generic[S]):
         self._manager = manager
         self._message = dict(message)
         self.state = ObservationState.ESTABLISHING
+        """``establishing``, ``live``, ``restoring`` (after a reconnect, until its new snapshot),
+        ``failed`` (released: see ``error``) or ``released``."""
         self._subscription_id: str | None = None
         self.capable = False
         self.ready: Future[S] = CallbackFuture(manager.dispatcher.post)
         """Resolves to the first snapshot; fails if establishment fails or the client closes."""
         self.error: BaseException | None = None
+        """Why (re-)establishing failed (``state`` is then ``FAILED``); ``None`` otherwise."""
         self._callbacks: tuple[Callbacks, ...] = ()
         self._view: dict[str, Any] | None = None
         self._base: Any = None
@@ -129,7 +146,11 @@ class DirectoryObservation(Generic[S]):
 
     @property
     def released(self) -> bool:
-        return self.state is ObservationState.RELEASED
+        """True once the observation delivers nothing more and holds nothing on the daemon:
+        after ``release()``, after a failed (re-)establishment (``state`` ``FAILED``, see
+        ``error``) and after ``close()``. A released observation is never restored: observe
+        again to follow the directory. False while it is live or restoring after a reconnect."""
+        return self.state in (ObservationState.RELEASED, ObservationState.FAILED)
 
     def current(self) -> S | None:
         """The current snapshot: the last one received with every later update applied.
@@ -205,6 +226,8 @@ class DirectoryObservation(Generic[S]):
         self._view = {family.entry_key(entry): entry for entry in family.entries(result)}
         current = self.current()
         invoke = self._manager.dispatcher.invoke
+        for listener in self._manager.snapshot_listeners:
+            invoke(listener, result)
         for callbacks in self._callbacks:
             if callbacks.active and callbacks.snapshot is not None:
                 invoke(callbacks.snapshot, current)
@@ -248,8 +271,10 @@ class DirectoryManager(Generic[S, U, E]):
         self._lock = threading.Lock()
         self._observations: list[DirectoryObservation[S]] = []
         self._routes: RouteTable[DirectoryObservation[S]] = RouteTable()
-        self._restoring = 0  # legacy re-establishments in flight: untagged updates are dropped
         self._listeners: tuple[Callable[[Any], object], ...] = ()
+        self.snapshot_listeners: tuple[Callable[[S], object], ...] = ()
+        """Called on the callback thread with every snapshot an observation receives (see
+        :meth:`add_snapshot_listener`)."""
 
     # -------------------------------------------------------------- caller thread
     def observe(self, message: Mapping[str, Any], timeout: float) -> tuple[DirectoryObservation[S], S]:
@@ -307,10 +332,23 @@ class DirectoryManager(Generic[S, U, E]):
 
         return remove
 
+    def add_snapshot_listener(self, listener: Callable[[S], object]) -> Callable[[], None]:
+        """A local listener: every snapshot an observation receives (the first one and each one
+        after a reconnect), on the callback thread, after the observation's view is replaced
+        and before its own ``snapshot`` callbacks run. Returns a function that removes it."""
+        with self._lock:
+            self.snapshot_listeners = (*self.snapshot_listeners, listener)
+
+        def remove() -> None:
+            with self._lock:
+                self.snapshot_listeners = tuple(item for item in self.snapshot_listeners if item is not listener)
+
+        return remove
+
     def release(self, observation: DirectoryObservation[S], timeout: float) -> None:
         with self._lock:
             previous = observation.state
-            if previous is ObservationState.RELEASED:
+            if previous in (ObservationState.RELEASED, ObservationState.FAILED):
                 return
             observation.state = ObservationState.RELEASED
             if observation in self._observations:
@@ -339,9 +377,6 @@ class DirectoryManager(Generic[S, U, E]):
     ) -> None:
         kind = self._host_kind()
         capable = kind is HostKind.CAPABLE
-        if not capable and restored:
-            with self._lock:
-                self._restoring -= 1
         if error is not None or payload is None:
             self._establishment_failed(observation, error or ProtocolError("no reply"), restored, capable)
             return
@@ -355,7 +390,7 @@ class DirectoryManager(Generic[S, U, E]):
         else:
             subscription_id = local_subscription_id()
         with self._lock:
-            if observation.state is ObservationState.RELEASED:
+            if observation.state in (ObservationState.RELEASED, ObservationState.FAILED):
                 stale = True
             else:
                 stale = False
@@ -396,11 +431,8 @@ class DirectoryManager(Generic[S, U, E]):
                 return
             targets: list[DirectoryObservation[S]] = [target]
             subscription_id: str | None = tagged
-        else:
+        else:  # every live observation; one still restoring skips it: its coming snapshot covers it
             with self._lock:
-                if self._restoring > 0:
-                    _log.debug("%s dropped while the family is being re-established", message.type)
-                    return
                 targets = [o for o in self._observations if o.state is ObservationState.LIVE]
             subscription_id = None
         if not targets:
@@ -430,8 +462,6 @@ class DirectoryManager(Generic[S, U, E]):
             live = [o for o in self._observations if o.state in (ObservationState.LIVE, ObservationState.RESTORING)]
             for observation in live:
                 observation.state = ObservationState.RESTORING
-            if kind is not HostKind.CAPABLE:
-                self._restoring += len(live)
         for observation in live:
             self._routes.remove(observation.subscription_id)
             try:
@@ -441,11 +471,8 @@ class DirectoryManager(Generic[S, U, E]):
                     direct=True,
                     on_settle=lambda payload, error, o=observation: self._established(o, payload, error, restored=True),
                 )
-            except DaemonClientError as exc:  # not even queued: no settle hook will run
+            except DaemonClientError as exc:  # not even queued: it stays RESTORING for the next reconnect
                 _log.debug("re-establishing %r not sent: %s", observation, exc)
-                if kind is not HostKind.CAPABLE:
-                    with self._lock:
-                        self._restoring -= 1
 
     def on_disconnect(self) -> None:
         """Reader thread, when a connection ends: live observations wait for re-establishment
@@ -466,6 +493,7 @@ class DirectoryManager(Generic[S, U, E]):
         with self._lock:
             observations, self._observations = self._observations, []
             self._listeners = ()
+            self.snapshot_listeners = ()
         for observation in observations:
             observation.state = ObservationState.RELEASED
             observation._callbacks = ()

@@ -15,6 +15,14 @@ feature flag of its union RPC. Modes, decided at every handshake:
 * ``broadcast`` (other hosts): nothing is sent; frames are routed by key; a handle is
   ready once attached while connected.
 
+Reconnects: a connection's end moves every live or establishing handle back to pending, and
+the next handshake's restore establishes each of them again as a new *attempt*. Every reply
+is stamped with the attempt (owned) or the connection epoch (union) it was sent for: a reply
+or failure that arrives late for an older attempt changes nothing (an owned subscription it
+created is released), so a handle can neither be left pending by a stale failure nor be
+subscribed twice. A union that reaches the daemon after a newer one (sent for an earlier
+epoch) is corrected by sending the current union again.
+
 Threads: ``subscribe``/``release`` on the caller's thread; acknowledgement hooks, routing,
 the restore and disconnect hooks on the reader thread (they only post jobs); handlers run
 on the callback thread. The manager's lock is never held while sending.
@@ -121,6 +129,8 @@ class Membership:
         self.ever_ready = False
         self.generation = 0
         """Counts establishments; jobs posted for an older one are dropped when they run."""
+        self.attempt = 0
+        """Counts establishment attempts; a reply or failure for an older one is stale."""
         self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post)
         self._teardown: Future[dict[str, Any]] | None = None
 
@@ -181,6 +191,8 @@ class MembershipManager(Generic[M]):
         self._union_lock = threading.Lock()  # a union is computed and written under it, in order
         self._ever_sent_union = False
         self._by_key: dict[str, tuple[M, ...]] = {}
+        self._epoch = 0
+        """Bumped at every disconnect and restore: stamps the unions computed in between."""
 
     @property
     def mode(self) -> Mode | None:
@@ -194,9 +206,9 @@ class MembershipManager(Generic[M]):
             self._subs.append(sub)
             mode = self._mode
             if mode is not None:
-                sub.state = State.ESTABLISHING
+                attempts = [self._start_attempt_locked(sub)]
         if mode is not None:
-            self._establish([sub], mode, direct=False)
+            self._establish(attempts, mode, direct=False)
         return sub
 
     def release(self, sub: Membership, *, wait: float | None) -> None:
@@ -234,45 +246,53 @@ class MembershipManager(Generic[M]):
         self._link.await_release(repr(sub), future, wait)
 
     # -------------------------------------------------------------- establishment
-    def _establish(self, subs: list[M], mode: Mode, *, direct: bool) -> None:
+    def _start_attempt_locked(self, sub: M) -> tuple[M, int]:
+        sub.state = State.ESTABLISHING
+        sub.attempt += 1
+        return sub, sub.attempt
+
+    def _establish(self, attempts: list[tuple[M, int]], mode: Mode, *, direct: bool) -> None:
+        """Send what establishes each ``(handle, attempt)`` (set ESTABLISHING under the lock)."""
         if mode is Mode.BROADCAST:
-            for sub in subs:  # acknowledged locally: the request ID is the local subscription ID
+            for sub, attempt in attempts:  # acknowledged locally: the request ID is the local subscription ID
                 local_id = local_subscription_id()
-                self._go_live(sub, local_id, local_id)
+                self._go_live(sub, attempt, local_id, local_id)
         elif mode is Mode.OWNED:
-            for sub in subs:
+            for sub, attempt in attempts:
                 try:
                     self._submit(
                         {"type": self.family.request_type, self.family.key_field: [sub.key]},
                         control_timeout(self.family.request_type),
                         direct=direct,
-                        on_settle=lambda payload, error, sub=sub: self._owned_ack(sub, payload, error),
+                        on_settle=lambda payload, error, s=sub, a=attempt: self._owned_ack(s, a, payload, error),
                     )
                 except (ConnectionLost, NotConnected):
-                    self._back_to_pending(sub)
+                    self._retry_later(sub, attempt)
                 except ClientClosed:
                     return
         else:
             try:
                 sent = self._sync_union(direct=direct)
             except (ConnectionLost, NotConnected):
-                for sub in subs:
-                    self._back_to_pending(sub)
+                for sub, attempt in attempts:
+                    self._retry_later(sub, attempt)
                 return
             if sent is None:  # unchanged: those covered by the acknowledged union are ready at once
-                self._union_ack(self._acked, {}, None)
+                with self._lock:
+                    acked, epoch = self._acked, self._epoch
+                self._union_ack(acked, epoch, {}, None)
 
     def _sync_union(self, *, direct: bool) -> Future[dict[str, Any]] | None:
         """Send the current union if it changed; computing and writing happen under one lock so
         that concurrent changes reach the daemon in the order they were computed."""
         with self._union_lock:
             with self._lock:
-                union = self._union_locked()
+                union, epoch = self._union_locked(), self._epoch
             if union is None:
                 return None
             self._ever_sent_union = True
             try:
-                return self._send_union(union, direct=direct)
+                return self._send_union(union, direct=direct, epoch=epoch)
             except Exception:
                 with self._lock:  # not sent: the next attempt must not take it for the current union
                     if self._sent_union == union:
@@ -287,45 +307,63 @@ class MembershipManager(Generic[M]):
         self._sent_union = union
         return union
 
-    def _send_union(self, union: frozenset[str], *, direct: bool) -> Future[dict[str, Any]]:
+    def _send_union(self, union: frozenset[str], *, direct: bool, epoch: int) -> Future[dict[str, Any]]:
+        """Send ``union`` (computed in ``epoch``); its acknowledgement is stamped with the epoch."""
         return self._submit(
             {"type": self.family.request_type, self.family.key_field: sorted(union)},
             control_timeout(self.family.request_type),
             direct=direct,
-            on_settle=lambda payload, error: self._union_ack(union, payload, error),
+            on_settle=lambda payload, error: self._union_ack(union, epoch, payload, error),
         )
 
-    def _back_to_pending(self, sub: Membership) -> None:
+    def _retry_later(self, sub: Membership, attempt: int) -> None:
+        """The connection went away under ``attempt``: the handle waits for the next restore.
+        A later attempt (a restore ran meanwhile) is left alone."""
         with self._lock:
-            if sub.state is State.ESTABLISHING:
+            if sub.state is State.ESTABLISHING and sub.attempt == attempt:
                 sub.state = State.PENDING
 
     # -------------------------------------------------------------- reader thread
-    def _owned_ack(self, sub: M, payload: dict[str, Any] | None, error: BaseException | None) -> None:
+    def _owned_ack(self, sub: M, attempt: int, payload: dict[str, Any] | None, error: BaseException | None) -> None:
         if error is None and payload is not None:
             subscription_id = payload.get("subscriptionId")
             if isinstance(subscription_id, str) and subscription_id:
-                self._go_live(sub, subscription_id, payload.get("requestId"))
+                self._go_live(sub, attempt, subscription_id, payload.get("requestId"))
                 return
             error = ProtocolError(f"the daemon acknowledged the {self.family.name} subscription without an ID")
-        self._failed(sub, error or ProtocolError("no acknowledgement"))
+        self._failed(sub, attempt, error or ProtocolError("no acknowledgement"))
 
-    def _union_ack(self, union: frozenset[str], payload: dict[str, Any] | None, error: BaseException | None) -> None:
+    def _union_ack(
+        self, union: frozenset[str], epoch: int, payload: dict[str, Any] | None, error: BaseException | None
+    ) -> None:
+        """Reader thread (or the caller's, for a union that was unchanged): the daemon answered
+        ``union``, computed in ``epoch``. A reply for an earlier epoch changes no handle: after a
+        disconnect the restore establishes them again; if it was accepted after this epoch's own
+        union, the daemon now holds an outdated one, so the current union is sent again."""
+        waiting: list[tuple[M, int]] = []
         with self._lock:
-            waiting = [s for s in self._subs if s.state is State.ESTABLISHING and s.key in union]
+            stale = epoch != self._epoch
+            resync = stale and error is None and self._mode is Mode.UNION
+            if resync:
+                self._sent_union = None
+            elif not stale:
+                waiting = [(s, s.attempt) for s in self._subs if s.state is State.ESTABLISHING and s.key in union]
+                if error is None:
+                    self._acked = union
+                elif self._sent_union == union:
+                    self._sent_union = self._acked  # the daemon kept the last acknowledged union
+        if resync:
+            with contextlib.suppress(ConnectionUnavailable):
+                self._sync_union(direct=True)
+        for sub, attempt in waiting:
             if error is None:
-                self._acked = union
-            elif self._sent_union == union:
-                self._sent_union = self._acked  # the daemon kept the last acknowledged union
-        for sub in waiting:
-            if error is None:
-                self._go_live(sub, local_subscription_id(), (payload or {}).get("requestId"))
+                self._go_live(sub, attempt, local_subscription_id(), (payload or {}).get("requestId"))
             else:
-                self._failed(sub, error)
+                self._failed(sub, attempt, error)
 
-    def _go_live(self, sub: M, subscription_id: str, request_id: Any) -> None:
+    def _go_live(self, sub: M, attempt: int, subscription_id: str, request_id: Any) -> None:
         with self._lock:
-            stale = sub.state is State.RELEASED
+            stale = sub.state is not State.ESTABLISHING or sub.attempt != attempt
             if not stale:
                 sub.state = State.LIVE
                 sub._subscription_id = subscription_id
@@ -345,13 +383,13 @@ class MembershipManager(Generic[M]):
                 MembershipAck((sub.key,), subscription_id, request_id if isinstance(request_id, str) else None)
             )
 
-    def _failed(self, sub: M, error: BaseException) -> None:
-        if isinstance(error, ConnectionLost):
-            self._back_to_pending(sub)  # tried again after the next handshake
+    def _failed(self, sub: M, attempt: int, error: BaseException) -> None:
+        if isinstance(error, (ConnectionLost, NotConnected)):
+            self._retry_later(sub, attempt)  # tried again after the next handshake
             return
         with self._lock:
-            if sub.state is State.RELEASED:
-                return
+            if sub.state is not State.ESTABLISHING or sub.attempt != attempt:
+                return  # released meanwhile, or a failure of an older attempt
             sub.state = State.RELEASED
             if sub in self._subs:
                 self._subs.remove(sub)
@@ -408,10 +446,11 @@ class MembershipManager(Generic[M]):
         """Reader thread, when a connection ends: everything must be established again."""
         with self._lock:
             self._mode = None
+            self._epoch += 1
             self._acked = frozenset()
             self._sent_union = None
             for sub in self._subs:
-                if sub.state is State.LIVE:
+                if sub.state in (State.LIVE, State.ESTABLISHING):  # what was in flight is stale now
                     sub.state = State.PENDING
                     self._unroute_locked(sub)
 
@@ -420,9 +459,9 @@ class MembershipManager(Generic[M]):
         mode = self.family.mode(kind, self._link.server_info())
         with self._lock:
             self._mode = mode
-            pending = [s for s in self._subs if s.state is State.PENDING]
-            for sub in pending:
-                sub.state = State.ESTABLISHING
+            self._epoch += 1  # unions computed before this restore are stale on this connection
+            self._sent_union = None
+            pending = [self._start_attempt_locked(s) for s in self._subs if s.state is State.PENDING]
         if pending:
             self._establish(pending, mode, direct=True)
         elif mode is Mode.UNION and reconnected and self._ever_sent_union:

@@ -16,7 +16,7 @@ import itertools
 import ssl
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +132,8 @@ class FakeDaemon:
             cors_origins=tuple(cors_origins),
         )
         self.registry: HandlerRegistry = default_registry()
+        """The request handlers by type: ``handler_for(type)`` gives the installed one (to wrap
+        it in a replacement given to :meth:`on_request`); see also :meth:`after_request`."""
         self.core = DaemonCore(self.config, self.registry, self)
         self.directory = FakeDirectory(self.core)
         """Agent and workspace directories: stores, observations, handlers (fake_directory)."""
@@ -357,8 +359,28 @@ class FakeDaemon:
     # -- scripting -----------------------------------------------------------------------------
 
     def on_request(self, request_type: str, handler: Handler) -> None:
-        """Replace the handler of ``request_type`` (validation of a known type is kept)."""
+        """Replace the handler of ``request_type`` (validation of a known type is kept).
+        ``fake.registry.handler_for(request_type)`` gives the one installed, to wrap it."""
         self.registry.register(request_type, handler)
+
+    def after_request(self, request_type: str, hook: Handler) -> Callable[[], None]:
+        """Run ``hook(ctx)`` right after each ``request_type`` request was handled (answered by
+        its handler, whichever is installed), on that connection's thread, before the
+        connection's next frame is read: whatever the hook sends or changes in a store reaches
+        the client after the reply and before the reply to the client's next request on that
+        connection. Not run for requests answered by :meth:`fail_next`, ignored, or refused as
+        unknown. Returns a function that removes the hook.
+
+        Before the hook runs, every frame the stores had queued (the reply among them) has been
+        written, so a :meth:`push` from the hook follows the reply too. A hook that raises is
+        logged as an ``activity_log`` error, as a failing handler is; the reply stands."""
+
+        def after(ctx: RequestContext) -> None:
+            for store in (self.directory, self.timeline, self.events):
+                store.wait_idle()
+            hook(ctx)
+
+        return self.registry.add_after_hook(request_type, after)
 
     def push(self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None) -> int:
         """Send ``{"type":"session","message":{"type":..,"payload":..}}`` to one or every handshaken

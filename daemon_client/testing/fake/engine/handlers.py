@@ -139,6 +139,7 @@ class HandlerRegistry:
         self._handlers: dict[str, Handler] = {}
         self._schemas: dict[str, RequestSchema] = dict(KNOWN_REQUESTS)
         self._disconnect_hooks: list[DisconnectHook] = []
+        self._after_hooks: dict[str, tuple[Handler, ...]] = {}
 
     def register(
         self,
@@ -179,10 +180,39 @@ class HandlerRegistry:
             self._handlers.pop(request_type, None)
 
     def handler_for(self, request_type: str) -> Handler | None:
+        """The handler installed for ``request_type`` (``None``: answered as unknown).
+
+        Wrap it to change one step of the default behaviour and keep the rest::
+
+            default = fake.registry.handler_for("fetch_agents_request")
+            fake.on_request("fetch_agents_request", lambda ctx: (before(ctx), default(ctx)))
+        """
         with self._lock:
             return self._handlers.get(request_type)
 
+    def add_after_hook(self, request_type: str, hook: Handler) -> Callable[[], None]:
+        """Run ``hook(ctx)`` after the handler of every ``request_type`` request returned (see
+        :meth:`FakeDaemon.after_request`); returns a function that removes it."""
+        with self._lock:
+            self._after_hooks[request_type] = (*self._after_hooks.get(request_type, ()), hook)
+
+        def remove() -> None:
+            with self._lock:
+                hooks = tuple(item for item in self._after_hooks.get(request_type, ()) if item is not hook)
+                if hooks:
+                    self._after_hooks[request_type] = hooks
+                else:
+                    self._after_hooks.pop(request_type, None)
+
+        return remove
+
+    def after_hooks(self, request_type: str) -> tuple[Handler, ...]:
+        """The after hooks of ``request_type``, in the order they were added."""
+        with self._lock:
+            return self._after_hooks.get(request_type, ())
+
     def schema_for(self, request_type: str) -> RequestSchema | None:
+        """How requests of ``request_type`` are validated (``None``: a type the fake does not know)."""
         with self._lock:
             return self._schemas.get(request_type)
 
@@ -199,6 +229,7 @@ class HandlerRegistry:
 
     @property
     def disconnect_hooks(self) -> tuple[DisconnectHook, ...]:
+        """The disconnect hooks, in the order they were added."""
         with self._lock:
             return tuple(self._disconnect_hooks)
 
@@ -327,15 +358,23 @@ def dispatch_session_frame(connection: FakeConnection, frame: Mapping[str, Any])
         connection.send_status_error(invalid_message(issues))
         return
     ctx = RequestContext(message=message, request_type=message_type, request_id=request_id, connection=connection)
+    _run_handler(handler, ctx, answer_failure=True)
+    for hook in core.registry.after_hooks(message_type):
+        _run_handler(hook, ctx, answer_failure=False)
+
+
+def _run_handler(handler: Handler, ctx: RequestContext, *, answer_failure: bool) -> None:
+    """Run a handler or an after hook; a failure is reported as the daemon reports one (an
+    ``rpc_error`` answers the request only when a handler failed, not an after hook)."""
     try:
         handler(ctx)
     except Exception as exc:  # noqa: BLE001 - a failing handler is reported as the daemon does
-        _log.debug("fake daemon: handler for %s failed", message_type, exc_info=True)
+        _log.debug("fake daemon: handler for %s failed", ctx.request_type, exc_info=True)
         detail = f"Request failed: {str(exc) or type(exc).__name__}"
-        if request_id is not None:
-            connection.send_rpc_error(request_id, message_type, detail, "handler_error")
+        if ctx.request_id is not None and answer_failure:
+            ctx.connection.send_rpc_error(ctx.request_id, ctx.request_type, detail, "handler_error")
         log = {"id": str(uuid.uuid4()), "timestamp": iso_now(), "type": "error", "content": detail}
-        connection.send_session("activity_log", log)
+        ctx.connection.send_session("activity_log", log)
 
 
 _EXTENSIONS_LOCK = threading.Lock()
