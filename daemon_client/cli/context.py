@@ -1,0 +1,77 @@
+"""What a subcommand is handed: its arguments, its output streams, and how to connect.
+
+A command function is ``run(args, ctx) -> int`` on the main thread. It connects with
+:meth:`CommandContext.connect` (the client is built by ``main``'s factory from the connection
+options, so the connection options live in one place) and never closes the client itself:
+:meth:`CommandContext.close` seals the output first, then closes every client, so nothing
+a callback writes while the client shuts down follows the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Callable
+
+from daemon_client.cli.exit_codes import USAGE, CliError, ConnectFailed
+from daemon_client.cli.follow import Follow
+from daemon_client.cli.notes import Notes
+from daemon_client.cli.output import Output
+from daemon_client.client import Client
+from daemon_client.config import ReconnectPolicy
+from daemon_client.errors import DaemonClientError
+
+ClientFactory = Callable[[argparse.Namespace, ReconnectPolicy], Client]
+
+
+class CommandContext:
+    """One run of one subcommand."""
+
+    def __init__(self, args: argparse.Namespace, out: Output, notes: Notes, make_client: ClientFactory) -> None:
+        self.args = args
+        self.out = out
+        self.notes = notes
+        self._make_client = make_client
+        self._clients: list[Client] = []
+
+    @property
+    def timeout(self) -> float:
+        """``--timeout``: bounds the connection and every request."""
+        return float(self.args.timeout)
+
+    @property
+    def json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+    def follow(self) -> Follow:
+        """The end conditions of a long-running command, from ``--no-reconnect``/``--reconnect-timeout``."""
+        no_reconnect = getattr(self.args, "no_reconnect", False)
+        limit = None if no_reconnect else getattr(self.args, "reconnect_timeout", None)
+        return Follow(self.out, self.notes, reconnect_timeout=limit)
+
+    def connect(self, *, announce: Callable[[Client], None] | None = None) -> Client:
+        """Build the client and connect it; ``announce(client)`` runs before connecting.
+
+        Raises :class:`ConnectFailed` (status 3 or 4) if the first connection fails.
+        """
+        reconnect = ReconnectPolicy(enabled=not getattr(self.args, "no_reconnect", False))
+        client = self._make_client(self.args, reconnect)
+        self._clients.append(client)
+        unsupported = client.resolution.target.unsupported()
+        if unsupported is not None:
+            raise CliError(f"bad daemon address: {unsupported}", USAGE)
+        if announce is not None:
+            announce(client)
+        try:
+            client.connect()
+        except DaemonClientError as exc:
+            raise ConnectFailed(client.url, exc) from None
+        return client
+
+    def close(self) -> None:
+        """Seal the output, then close every client (bounded)."""
+        self.out.seal()
+        for client in self._clients:
+            with contextlib.suppress(Exception):
+                client.close()
+        self._clients.clear()
