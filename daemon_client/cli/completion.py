@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-
-import attrs
+from typing import NamedTuple
 
 from daemon_client.cli.parser import CliParser
 
@@ -20,8 +19,7 @@ _REPEATABLE = frozenset({"_AppendAction", "_CountAction", "_ExtendAction"})
 """argparse's (private) classes of the ``append``, ``count`` and ``extend`` actions, by name."""
 
 
-@attrs.frozen
-class Option:
+class Option(NamedTuple):
     names: tuple[str, ...]
     help: str
     takes_value: bool = False
@@ -31,23 +29,20 @@ class Option:
     """What the value is: ``file``, ``directory``, or empty for free text."""
 
 
-@attrs.frozen
-class Positional:
+class Positional(NamedTuple):
     name: str
     help: str
     choices: tuple[str, ...] = ()
 
 
-@attrs.frozen
-class Command:
+class Command(NamedTuple):
     name: str
     help: str
     options: tuple[Option, ...]
     positionals: tuple[Positional, ...]
 
 
-@attrs.frozen
-class Spec:
+class Spec(NamedTuple):
     options: tuple[Option, ...]
     commands: tuple[Command, ...]
 

@@ -12,16 +12,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from daemon_client.cli.exit_codes import USAGE, CliError, ConnectFailed
 from daemon_client.cli.follow import Follow
 from daemon_client.cli.notes import Notes
 from daemon_client.cli.output import Output
-from daemon_client.client import Client
-from daemon_client.config import ReconnectPolicy
 from daemon_client.errors import DaemonClientError
 
-ClientFactory = Callable[[argparse.Namespace, ReconnectPolicy], Client]
+if TYPE_CHECKING:
+    from daemon_client.client import Client
+
+ClientFactory = Callable[[argparse.Namespace, bool], "Client"]
+"""``make_client(args, reconnect)``: a new, unconnected client of the connection options."""
 
 
 class CommandContext:
@@ -54,8 +57,7 @@ class CommandContext:
 
         Raises :class:`ConnectFailed` (status 3 or 4) if the first connection fails.
         """
-        reconnect = ReconnectPolicy(enabled=not getattr(self.args, "no_reconnect", False))
-        client = self._make_client(self.args, reconnect)
+        client = self._make_client(self.args, not getattr(self.args, "no_reconnect", False))
         self._clients.append(client)
         unsupported = client.resolution.target.unsupported()
         if unsupported is not None:

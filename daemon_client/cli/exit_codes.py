@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import textwrap
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from daemon_client.errors import (
     AgentCreateError,
@@ -120,6 +121,8 @@ def classify(error: BaseException) -> tuple[int, str]:
         return FAILED, f"the daemon is too old for this: {error}"
     if isinstance(error, DaemonClientError):
         return FAILED, str(error)
+    if isinstance(error, FutureTimeout):
+        return FAILED, f"no answer from the daemon in time: {error or 'timed out'}"
     if isinstance(error, ValueError):  # input the library refuses before sending anything
         return USAGE, str(error)
     if isinstance(error, OSError):

@@ -14,13 +14,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Any
 
 from daemon_client.cli.exit_codes import AUTH, OK, UNREACHABLE, CliError
 from daemon_client.cli.notes import Notes
 from daemon_client.cli.output import Output
-from daemon_client.client import Client
 from daemon_client.errors import AuthenticationError
 from daemon_client.state import ConnectionState
+
+if TYPE_CHECKING:
+    from daemon_client.client import Client
 
 TICK = 0.1
 """Seconds between two checks of the main thread's loop (and two redraws of a live screen)."""
@@ -80,6 +85,22 @@ class Follow:
             self.finish(CliError(f"{url} unreachable for {limit:g} s{detail}", UNREACHABLE))
 
     # ------------------------------------------------------------------ main thread
+    def wait_for(self, future: Future[Any], timeout: float, what: str) -> Any:
+        """The result of ``future`` (e.g. a subscription's ``ready``), while the end conditions
+        apply: a drop with ``--no-reconnect`` ends the wait at once. :class:`CliError` after
+        ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return future.result(max(0.0, min(TICK, deadline - time.monotonic())))
+            except FutureTimeout:
+                pass
+            if self._done.is_set():
+                raise self._error or CliError(f"{what}: the command ended")
+            if time.monotonic() >= deadline:
+                raise CliError(f"{what}: no answer from the daemon within {timeout:g} s")
+            self._check_connection()
+
     def wait(self, duration: float | None = None, tick: Callable[[], None] | None = None) -> int:
         """Block until the command ends; return its status or raise its :class:`CliError`."""
         deadline = None if duration is None else time.monotonic() + duration

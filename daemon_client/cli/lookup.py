@@ -10,8 +10,6 @@ from daemon_client.cli.exit_codes import CliError
 from daemon_client.client import Client
 from daemon_client.errors import RpcError
 
-AGENT_HELP = "agent ID, unique ID prefix or exact title"
-
 
 def find_agent(client: Client, name: str, timeout: float) -> AgentHandle:
     """The handle of the agent called ``name``; status 1 if the daemon knows none."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from daemon_client import __version__
 from daemon_client.cli.argtypes import seconds
@@ -22,10 +22,11 @@ from daemon_client.cli.exit_codes import INTERRUPTED, TERMINATED, USAGE, CliErro
 from daemon_client.cli.logs import configured
 from daemon_client.cli.notes import Notes
 from daemon_client.cli.output import Output
-from daemon_client.cli.parser import CliParser, Registry, verbosity_args
+from daemon_client.cli.parser import CliParser, Registry, resolve, verbosity_args
 from daemon_client.cli.signals import handled
-from daemon_client.client import Client
-from daemon_client.config import ReconnectPolicy
+
+if TYPE_CHECKING:
+    from daemon_client.client import Client
 
 DEFAULT_TIMEOUT = 15.0
 ENVIRONMENT = """environment:
@@ -50,15 +51,18 @@ def _connection_args(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def _client(args: argparse.Namespace, reconnect: ReconnectPolicy) -> Client:
+def _client(args: argparse.Namespace, reconnect: bool) -> Client:
     """The client of a command that talks to a daemon, built from the connection options."""
+    from daemon_client.client import Client  # here: parsing and --help never import the client
+    from daemon_client.config import ReconnectPolicy
+
     try:
         return Client(
             args.host,
             password=args.password,
             connect_timeout=args.timeout,
             request_timeout=args.timeout,
-            reconnect=reconnect,
+            reconnect=ReconnectPolicy(enabled=reconnect),
         )
     except ValueError as exc:
         raise CliError(f"bad daemon address: {exc}", USAGE) from None
@@ -80,16 +84,18 @@ def build_parser() -> CliParser:
 
 
 def _execute(args: argparse.Namespace, ctx: CommandContext) -> int:
+    failure: tuple[int, str] | None = None
     try:
-        return int(args.func(args, ctx))
+        return int(resolve(args.action)(args, ctx))
     except KeyboardInterrupt as exc:
         return TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - classify() re-raises what it does not know
-        code, message = classify(exc)
-        ctx.notes.error(message)
-        return code
+        failure = classify(exc)
+        return failure[0]
     finally:
         ctx.close()
+        if failure is not None:  # after the close, so that the error line is the last one
+            ctx.notes.error(failure[1])
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

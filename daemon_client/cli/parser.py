@@ -4,12 +4,15 @@
 that shell completion is generated from the parser itself and tests can check that every
 option has help. :class:`Registry` adds one subcommand with the options every subcommand
 shares (``-v``/``-q``, and the connection options for those that talk to a daemon) and the
-exit-status table in its help. Built on the main thread before anything runs.
+exit-status table in its help. A subcommand names its function as ``"module:function"`` of
+:mod:`daemon_client.cli.actions`, imported only when it runs. Built on the main thread
+before anything runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -17,6 +20,7 @@ from daemon_client.cli.argtypes import seconds
 from daemon_client.cli.exit_codes import table_text
 
 DEFAULT_RECONNECT_TIMEOUT = 60.0
+AGENT_HELP = "agent ID, unique ID prefix or exact title"
 _ActionT = TypeVar("_ActionT", bound=argparse.Action)
 
 
@@ -73,6 +77,15 @@ def follow_args(parser: argparse.ArgumentParser, *, duration_help: str) -> None:
 
 Command = Callable[..., int]
 ConnectionArgs = Callable[[argparse.ArgumentParser], None]
+ACTIONS = "daemon_client.cli.actions"
+
+
+def resolve(action: str) -> Command:
+    """The function of ``"module:function"`` in :mod:`daemon_client.cli.actions`, imported now:
+    parsing, ``--help`` and completion never import the client."""
+    module, _, name = action.partition(":")
+    function: Command = getattr(importlib.import_module(f"{ACTIONS}.{module}"), name)
+    return function
 
 
 class Registry:
@@ -83,8 +96,9 @@ class Registry:
         self._sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
         self._connection_args = connection_args
 
-    def add(self, name: str, help_text: str, func: Command, *, connects: bool = True, epilog: str = "") -> CliParser:
-        """A new subcommand running ``func(args, ctx)``; returns its parser for its own options."""
+    def add(self, name: str, help_text: str, action: str, *, connects: bool = True, epilog: str = "") -> CliParser:
+        """A new subcommand running ``action`` (``"module:function"``, see :func:`resolve`) as
+        ``function(args, ctx)``; returns its parser for its own options."""
         parser: CliParser = self._sub.add_parser(
             name, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".",
             epilog=(epilog + "\n\n" if epilog else "") + table_text(),
@@ -92,7 +106,7 @@ class Registry:
         if connects:
             self._connection_args(parser)
         verbosity_args(parser, top_level=False)
-        parser.set_defaults(func=func)
+        parser.set_defaults(action=action)
         self._top.subcommands[name] = parser
         self._top.subcommand_help[name] = help_text
         return parser

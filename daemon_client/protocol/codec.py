@@ -11,6 +11,7 @@ message types become :class:`UnknownMessage`; anything malformed raises
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -32,12 +33,21 @@ from daemon_client.protocol.models import (
 
 T = TypeVar("T")
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _loads: Callable[[str], Any]
 _dumps: Callable[[Any], str]
 try:  # the optional ``fast`` extra
     import orjson
 
-    _loads = orjson.loads
+    def _loads(text: str) -> Any:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            # orjson refuses a lone UTF-16 surrogate ("\ud83d"), which a daemon writes when it
+            # splits a message between the halves of an emoji; the standard parser keeps it.
+            if _SURROGATE_ESCAPE.search(text) is None:
+                raise
+            return json.loads(text)
 
     def _dumps(obj: Any) -> str:
         return orjson.dumps(obj).decode("utf-8")

@@ -1,7 +1,8 @@
-"""The subcommands of ``daemon-client``, one module per group; each has ``register(registry)``.
+"""The subcommands of ``daemon-client``: their options and help, one module per group.
 
-A command function is ``run(args, ctx) -> int`` on the main thread (see
-:mod:`daemon_client.cli.context`). The order of :data:`GROUPS` is the order of ``--help``.
+Each module has ``register(registry)``; what a subcommand does is in the module of the same
+name in :mod:`daemon_client.cli.actions`, imported only when it runs. The order of
+:data:`GROUPS` is the order of ``--help``. Imported on the main thread when the parser is built.
 """
 
 from __future__ import annotations

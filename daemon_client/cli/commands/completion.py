@@ -1,13 +1,9 @@
-"""``completion SHELL``: print the completion script of bash, zsh or fish (no daemon needed)."""
+"""``completion SHELL``: options and help (work: :mod:`daemon_client.cli.actions.completion`)."""
 
 from __future__ import annotations
 
-import argparse
-
-from daemon_client.cli.completion import GENERATORS, spec_of
-from daemon_client.cli.context import CommandContext
-from daemon_client.cli.exit_codes import OK
-from daemon_client.cli.parser import CliParser, Registry
+from daemon_client.cli.completion import GENERATORS
+from daemon_client.cli.parser import Registry
 
 _INSTALL = """install:
   bash  echo 'eval "$(daemon-client completion bash)"' >> ~/.bashrc
@@ -15,12 +11,8 @@ _INSTALL = """install:
   fish  daemon-client completion fish > ~/.config/fish/completions/daemon-client.fish"""
 
 
-def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    top: CliParser = args.top_parser
-    ctx.out.write(GENERATORS[args.shell](spec_of(top)))
-    return OK
-
-
 def register(registry: Registry) -> None:
-    parser = registry.add("completion", "print the shell completion script", run, connects=False, epilog=_INSTALL)
+    parser = registry.add(
+        "completion", "print the shell completion script", "completion:run", connects=False, epilog=_INSTALL
+    )
     parser.add_argument("shell", choices=sorted(GENERATORS), help="the shell: bash, fish or zsh")
