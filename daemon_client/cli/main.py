@@ -86,7 +86,7 @@ def build_parser() -> CliParser:
 def _execute(args: argparse.Namespace, ctx: CommandContext) -> int:
     failure: tuple[int, str] | None = None
     try:
-        return int(resolve(args.action)(args, ctx))
+        return int(resolve(args.handler)(args, ctx))
     except KeyboardInterrupt as exc:
         return TERMINATED if isinstance(exc, Terminated) else INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - classify() re-raises what it does not know

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from daemon_client.cli.argtypes import seconds
@@ -33,8 +33,21 @@ class CliParser(argparse.ArgumentParser):
         self.subcommands: dict[str, CliParser] = {}
         """Subcommand name → its parser."""
         self.subcommand_help: dict[str, str] = {}
+        self._intermixing = False
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """A subcommand's options may come between its positionals (``send AGENT --json PROMPT``)."""
+        if self.subcommands or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
     def _add_action(self, action: _ActionT) -> _ActionT:
         added = super()._add_action(action)
@@ -106,7 +119,7 @@ class Registry:
         if connects:
             self._connection_args(parser)
         verbosity_args(parser, top_level=False)
-        parser.set_defaults(action=action)
+        parser.set_defaults(handler=action)
         self._top.subcommands[name] = parser
         self._top.subcommand_help[name] = help_text
         return parser

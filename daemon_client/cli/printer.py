@@ -82,7 +82,7 @@ class MessagePrinter:
         elif isinstance(event, TurnCanceled):
             self._line(f"-- turn canceled: {event.reason}")
         elif isinstance(event, SubscriptionRestored):
-            self._line("-- reconnected; events while away were missed")
+            self._line("-- reconnected")
         elif isinstance(event, Replacement):
             self._line(f"-- history replaced (epoch {event.epoch})")
         elif isinstance(event, SubscriptionError):

@@ -91,12 +91,17 @@ def test_a_drop_and_the_recovery_are_reported_on_stderr(fake: FakeDaemon, cli: S
     assert tail.err is not None
     lost = tail.err.wait_for("lost")
     assert lost.startswith(f"daemon-client: connection to {fake.url} lost")
+    _say(fake, agent_id, "while away")  # the client waits at least 1.2 s before it reconnects
     assert tail.err.wait_for("reconnected").startswith(f"daemon-client: reconnected to {fake.url}")
     tail.out.wait_for("-- reconnected")
+    assert tail.out.wait_for("while away") == "while away\n"  # fetched after the reconnect
+    assert tail.err.wait_for("fetched") == "daemon-client: 2 rows written while disconnected were fetched\n"
     _say(fake, agent_id, "after the restart")
     tail.out.wait_for("after the restart")
     tail.signal(signal.SIGINT)
-    assert tail.finish()[0] == 130
+    code, out, _ = tail.finish()
+    assert code == 130
+    assert out.count("while away") == 1
 
 
 def test_a_drop_with_no_reconnect_exits_3(fake: FakeDaemon, cli: Start) -> None:
