@@ -39,15 +39,7 @@ _dumps: Callable[[Any], str]
 try:  # the optional ``fast`` extra
     import orjson
 
-    def _loads(text: str) -> Any:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            # orjson refuses a lone UTF-16 surrogate ("\ud83d"), which a daemon writes when it
-            # splits a message between the halves of an emoji; the standard parser keeps it.
-            if _SURROGATE_ESCAPE.search(text) is None:
-                raise
-            return json.loads(text)
+    _loads = orjson.loads
 
     def _dumps(obj: Any) -> str:
         return orjson.dumps(obj).decode("utf-8")
@@ -146,6 +138,20 @@ def parse_status(payload: Mapping[str, Any]) -> StatusPayload:
 _PONG = Pong()
 
 
+def _with_lone_surrogates(text: str, error: ValueError) -> Any:
+    """orjson refuses a lone UTF-16 surrogate (``\\ud83d``), which a daemon writes when it splits
+    a message between the halves of an emoji; the standard parser keeps it. Anything else that
+    failed to parse is a :class:`MalformedFrame`."""
+    if _loads is not json.loads and _SURROGATE_ESCAPE.search(text) is not None:
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise MalformedFrame("frame is nested too deeply") from None
+        except ValueError as exc:
+            error = exc
+    raise MalformedFrame(f"frame is not valid JSON ({preview(str(error), 120)})") from None
+
+
 def decode_frame(text: str) -> InboundFrame:
     """Decode one inbound text frame (reader thread). Raises :class:`MalformedFrame`."""
     try:
@@ -153,7 +159,7 @@ def decode_frame(text: str) -> InboundFrame:
     except RecursionError:
         raise MalformedFrame("frame is nested too deeply") from None
     except ValueError as exc:
-        raise MalformedFrame(f"frame is not valid JSON ({preview(str(exc), 120)})") from None
+        obj = _with_lone_surrogates(text, exc)
     if type(obj) is not dict:
         raise MalformedFrame("frame is not a JSON object")
     kind = obj.get("type")
