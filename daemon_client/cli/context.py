@@ -4,15 +4,19 @@ A command function is ``run(args, ctx) -> int`` on the main thread. It connects 
 :meth:`CommandContext.connect` (the client is built by ``main``'s factory from the connection
 options, so the connection options live in one place) and never closes the client itself:
 :meth:`CommandContext.close` seals the output first, then closes every client, so nothing
-a callback writes while the client shuts down follows the result.
+a callback writes while the client shuts down follows the result, and last joins the helper
+threads of :meth:`CommandContext.in_background` (their blocking calls fail once the client
+is closed).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, TypeVar
 
 from daemon_client.cli.exit_codes import USAGE, CliError, ConnectFailed
 from daemon_client.cli.follow import Follow
@@ -23,6 +27,8 @@ from daemon_client.errors import DaemonClientError
 if TYPE_CHECKING:
     from daemon_client.client import Client
 
+T = TypeVar("T")
+JOIN_TIMEOUT = 5.0
 ClientFactory = Callable[[argparse.Namespace, bool], "Client"]
 """``make_client(args, reconnect)``: a new, unconnected client of the connection options."""
 
@@ -36,6 +42,7 @@ class CommandContext:
         self.notes = notes
         self._make_client = make_client
         self._clients: list[Client] = []
+        self._threads: list[threading.Thread] = []
 
     @property
     def timeout(self) -> float:
@@ -70,10 +77,29 @@ class CommandContext:
             raise ConnectFailed(client.url, exc) from None
         return client
 
+    def in_background(self, function: Callable[[], T], name: str) -> Future[T]:
+        """Run a blocking call on a helper thread, so that the main thread can stop waiting for
+        it (Ctrl-C, a closed pipe); the thread is joined by :meth:`close`."""
+        future: Future[T] = Future()
+
+        def call() -> None:
+            try:
+                future.set_result(function())
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+                future.set_exception(exc)
+
+        thread = threading.Thread(target=call, name=f"daemon-client-{name}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+        return future
+
     def close(self) -> None:
-        """Seal the output, then close every client (bounded)."""
+        """Seal the output, close every client, then join the helper threads (all bounded)."""
         self.out.seal()
         for client in self._clients:
             with contextlib.suppress(Exception):
                 client.close()
         self._clients.clear()
+        for thread in self._threads:
+            thread.join(JOIN_TIMEOUT)
+        self._threads.clear()

@@ -4,19 +4,23 @@
 the latest turn ended (``wait_for_finish`` reports a canceled turn as ``idle``), draws
 progress on a terminal's standard error, or streams the assistant's text to standard output.
 :func:`follow_turn` runs on the main thread: send, wait, and on Ctrl-C cancel the turn it
-started (a second Ctrl-C exits at once). Before the result is written the watcher is
-stopped (callbacks flushed, subscription released, progress erased), so the result is the
-last thing written.
+started (a second Ctrl-C exits at once); the wait itself runs on a helper thread, so a
+reader closing the pipe of ``--stream`` ends the command at once (status 0; the turn goes on).
+Before the result is written the watcher is stopped (callbacks flushed, subscription released,
+progress erased), so the result is the last thing written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from daemon_client.agent_handle import AgentHandle, RunResult
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK, CliError
+from daemon_client.cli.follow import TICK
 from daemon_client.cli.json_render import model_json
 from daemon_client.cli.printer import MessagePrinter
 from daemon_client.client import Client
@@ -114,17 +118,28 @@ def report(ctx: CommandContext, agent_id: str, result: RunResult, ended: TurnEnd
     raise CliError(_failure(agent_id, result, ended, how, float(ctx.args.run_timeout)))
 
 
+def _result(ctx: CommandContext, future: Future[RunResult]) -> RunResult | None:
+    """The result of the wait, or ``None`` once the reader closed the pipe (main thread)."""
+    while True:
+        try:
+            return future.result(TICK)
+        except FutureTimeout:
+            if ctx.out.broken.is_set():
+                return None
+
+
 def follow_turn(
     ctx: CommandContext, client: Client, agent: AgentHandle, prompt: str | None, *, cancel_on_interrupt: bool
 ) -> int:
     """Send ``prompt`` (if any), wait for the turn's end, and report it (see the module docstring)."""
     stream = (ctx.out.isatty() if ctx.args.stream is None else bool(ctx.args.stream)) and not ctx.json
     watcher = TurnWatcher(ctx, agent, stream=stream)
+    run_timeout = float(ctx.args.run_timeout)
     try:
         watcher.subscription.ready.result(ctx.timeout)
         if prompt is not None:
             agent.send(prompt, timeout=ctx.timeout)
-        result = agent.wait_for_finish(float(ctx.args.run_timeout))
+        result = _result(ctx, ctx.in_background(lambda: agent.wait_for_finish(run_timeout), "wait"))
     except KeyboardInterrupt:
         watcher.stop(client, 0.5)
         if cancel_on_interrupt:
@@ -134,5 +149,7 @@ def follow_turn(
             except DaemonClientError as exc:
                 ctx.notes.error(f"could not cancel the turn of agent {agent.id}: {exc}")
         raise
+    if result is None:  # nobody reads any more: stop quietly, the turn goes on
+        return OK
     watcher.stop(client, ctx.timeout)
     return report(ctx, agent.id, result, watcher.ended, streamed=stream)
