@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import daemon_client as dc
+from daemon_client.cli.commands.embedded import KINDS
 from daemon_client.cli.completion import GENERATORS, spec_of
 from daemon_client.cli.exit_codes import TABLE
 from daemon_client.cli.main import build_parser, main
@@ -76,6 +77,10 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out == f"daemon-client {dc.__version__}\n"
+
+
+def test_the_host_kinds_offered_are_the_protocols() -> None:
+    assert tuple(kind.value for kind in dc.HostKind) == KINDS
 
 
 def test_every_option_of_every_subcommand_has_help() -> None:

@@ -25,8 +25,6 @@ from daemon_client.protocol.directory import (
 from daemon_client.protocol.projects import ProjectUpdate
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
 
-DEFAULT_PROVIDER_WAIT = 60.0
-
 
 def _watch_needed(args: argparse.Namespace) -> None:
     if args.duration is not None and not args.watch:

@@ -20,8 +20,6 @@ from daemon_client.cli.render import marks_for, unicode_marks_text
 from daemon_client.client import Client
 from daemon_client.protocol.hosts import HostKind
 
-KINDS = [kind.value for kind in HostKind]
-
 
 @contextlib.contextmanager
 def embedded(kind: str, port: int = 0, unix_path: str | None = None) -> Iterator[tuple[str, list[str]]]:
