@@ -1,9 +1,9 @@
 """``daemon-client config get/set`` and ``daemon-client agent set-mode/set-model/commands``.
 
-Registered on the main parser by :func:`add_settings_commands`, which is handed the main
-module's connection options and client factory (so this module does not import it). Commands
-run on the main thread, print their result and return an exit code; errors are raised as
-:class:`~daemon_client.errors.DaemonClientError` for ``main`` to print.
+Options and help are in :mod:`daemon_client.cli.commands.settings`; the actions of
+:mod:`daemon_client.cli.actions.settings` call these functions with the invocation's
+connection (``args.connect``). They run on the main thread, print their result and return an
+exit code; errors are raised as :class:`~daemon_client.errors.DaemonClientError`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from daemon_client.agent_handle import AgentHandle
+from daemon_client.cli.exit_codes import USAGE, CliError
 from daemon_client.cli.render import table
 from daemon_client.client import Client
 from daemon_client.errors import DaemonClientError, UnknownConfigKeys
@@ -33,7 +34,7 @@ def _patch(path: str, value: Any) -> dict[str, Any]:
     """``mcp.injectIntoAgents`` + value → ``{"mcp": {"injectIntoAgents": value}}``."""
     parts = path.split(".")
     if not all(parts):
-        raise DaemonClientError(f"bad config key {path!r}: use dotted wire names such as mcp.injectIntoAgents")
+        raise CliError(f"bad config key {path!r}: use dotted wire names such as mcp.injectIntoAgents", USAGE)
     patch: dict[str, Any] = {parts[-1]: value}
     for part in reversed(parts[:-1]):
         patch = {part: patch}
@@ -109,36 +110,3 @@ def cmd_agent_commands(args: argparse.Namespace, out: TextIO) -> int:
         rows = ([f"/{c.name}", c.argument_hint, c.kind or "", c.description] for c in commands)
         out.write(table(rows, ["COMMAND", "ARGUMENTS", "KIND", "DESCRIPTION"]) + "\n")
     return 0
-
-
-def add_settings_commands(
-    sub: Any, connection_args: Callable[[argparse.ArgumentParser], None], connect: ClientFactory
-) -> None:
-    """Add ``config`` and ``agent`` (with their subcommands) to the main parser's subparsers."""
-
-    def command(parent: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = parent.add_parser(name, help=help_text)
-        connection_args(parser)
-        parser.set_defaults(func=func, connect=connect)
-        return parser
-
-    config = sub.add_parser("config", help="read or change the daemon's configuration")
-    config_sub = config.add_subparsers(dest="config_command", required=True)
-    get = command(config_sub, "get", "print the configuration, or one dotted key of it", cmd_config_get)
-    get.add_argument("key", nargs="?", help="a dotted wire key, e.g. mcp.injectIntoAgents")
-    put = command(config_sub, "set", "set one dotted key (the value is read as JSON when it parses)", cmd_config_set)
-    put.add_argument("key", help="a dotted wire key, e.g. mcp.injectIntoAgents")
-    put.add_argument("value", help="e.g. true, 3, '\"text\"', '{\"enabled\": false}'")
-    put.add_argument("--allow-unknown", action="store_true", help="send a key the daemon does not report")
-
-    agent = sub.add_parser("agent", help="change an agent's settings or list its slash commands")
-    agent_sub = agent.add_subparsers(dest="agent_command", required=True)
-    mode = command(agent_sub, "set-mode", "switch an agent's mode", cmd_agent_set_mode)
-    mode.add_argument("agent", help="agent ID, unique ID prefix or exact title")
-    mode.add_argument("mode", help="one of the agent's available modes")
-    model = command(agent_sub, "set-model", "switch an agent's model", cmd_agent_set_model)
-    model.add_argument("agent", help="agent ID, unique ID prefix or exact title")
-    model.add_argument("model", help="a model ID of the agent's provider, or 'default'")
-    commands = command(agent_sub, "commands", "list an agent's slash commands and skills", cmd_agent_commands)
-    commands.add_argument("agent", help="agent ID, unique ID prefix or exact title")
-    commands.add_argument("--json", action="store_true")

@@ -11,6 +11,7 @@ anything malformed raises :class:`MalformedFrame`, which the reader logs and ski
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -35,6 +36,7 @@ from daemon_client.protocol.server_info import read_server_info
 
 T = TypeVar("T")
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _loads: Callable[[str], Any]
 _dumps: Callable[[Any], str]
 try:  # the optional ``fast`` extra
@@ -99,6 +101,20 @@ def parse_status(payload: Mapping[str, Any]) -> StatusPayload:
 _PONG = Pong()
 
 
+def _with_lone_surrogates(text: str, error: ValueError) -> Any:
+    """orjson refuses a lone UTF-16 surrogate (``\\ud83d``), which a daemon writes when it splits
+    a message between the halves of an emoji; the standard parser keeps it. Anything else that
+    failed to parse is a :class:`MalformedFrame`."""
+    if _loads is not json.loads and _SURROGATE_ESCAPE.search(text) is not None:
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise MalformedFrame("frame is nested too deeply") from None
+        except ValueError as exc:
+            error = exc
+    raise MalformedFrame(f"frame is not valid JSON ({preview(str(error), 120)})") from None
+
+
 def decode_frame(text: str) -> InboundFrame:
     """Decode one inbound text frame (reader thread). Raises :class:`MalformedFrame`."""
     try:
@@ -106,7 +122,7 @@ def decode_frame(text: str) -> InboundFrame:
     except RecursionError:
         raise MalformedFrame("frame is nested too deeply") from None
     except ValueError as exc:
-        raise MalformedFrame(f"frame is not valid JSON ({preview(str(exc), 120)})") from None
+        obj = _with_lone_surrogates(text, exc)
     if type(obj) is not dict:
         raise MalformedFrame("frame is not a JSON object")
     kind = obj.get("type")

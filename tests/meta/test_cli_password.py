@@ -132,8 +132,8 @@ def test_password_options_exclude_each_other(daemon, capsys) -> None:
 
 def test_a_refused_password_without_a_terminal_fails_without_asking(daemon, capsys) -> None:
     code, _, err = run(["info", "--url", daemon.url, "--password-stdin"], capsys, stdin=f"{WRONG}\n")
-    assert code == 2
-    assert "authentication failed" in err
+    assert code == 4
+    assert "authentication refused" in err
     assert "Password for" not in err
     assert_secret(err)
 
@@ -251,8 +251,8 @@ def test_the_prompt_gives_up_after_three_refusals(daemon, terminal) -> None:
     for attempt in range(1, 4):
         term.expect("Password for", count=attempt)
         term.type(f"{WRONG}-{attempt}")
-    term.expect("authentication failed")
-    assert term.finish() == 2
+    term.expect("authentication refused")
+    assert term.finish() == 4
     assert term.output.count(b"Password for") == 3
     assert MARK not in term.output.decode(errors="replace")
     assert daemon.accepted_count == 4

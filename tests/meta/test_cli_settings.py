@@ -46,14 +46,14 @@ def test_config_get_and_set(serve: Callable[[str], FakeDaemon], capsys: pytest.C
     assert code == 0
     assert fake.daemon_config.current["providers"]["claude"] == {"enabled": False}
     code, _ = run(["config", "get", "no.such.key", "--url", fake.url])
-    assert code == 2
+    assert code == 1
     assert "has no 'no.such.key'" in capsys.readouterr().err
 
 
 def test_config_set_an_unknown_key(serve: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str]) -> None:
     fake = serve("broadcast")
     code, _ = run(["config", "set", "relay.enabled", "true", "--url", fake.url])
-    assert code == 2
+    assert code == 1
     err = capsys.readouterr().err
     assert "does not know relay" in err
     assert "--allow-unknown" in err
@@ -86,10 +86,10 @@ def test_agent_set_mode_set_model_and_commands(
     assert [c["name"] for c in json.loads(out)] == ["review", "compact"]
     fake.agents.upsert(provider="mock", title="Mocked")
     code, _ = run(["agent", "commands", "Mocked", "--url", fake.url])
-    assert code == 2
+    assert code == 1
     assert "Agent does not support listing commands" in capsys.readouterr().err
     code, _ = run(["agent", "set-mode", "nobody", "plan", "--url", fake.url])
-    assert code == 2
+    assert code == 1
 
 
 def test_agent_settings_print_the_hosts_notice(serve: Callable[[str], FakeDaemon]) -> None:

@@ -1,0 +1,45 @@
+"""``info``: how the daemon was found, its ``server_info``, and a ping. Main thread only."""
+
+from __future__ import annotations
+
+import argparse
+
+from daemon_client.cli.context import CommandContext
+from daemon_client.cli.exit_codes import OK
+from daemon_client.cli.json_render import model_json
+from daemon_client.cli.render import describe_features
+from daemon_client.client import Client
+
+
+def run(args: argparse.Namespace, ctx: CommandContext) -> int:
+    def announce(client: Client) -> None:
+        if not ctx.json:
+            ctx.out.line(client.resolution.describe())
+
+    client = ctx.connect(announce=announce)
+    info = client.server_info
+    if info is None:  # the connection dropped right after the handshake
+        info = client.connect(ctx.timeout)
+    kind = client.host_kind.value if client.host_kind else "unknown"
+    ping = (client.ping(timeout=ctx.timeout).round_trip or 0) * 1000
+    if ctx.json:
+        resolution = client.resolution
+        ctx.out.json_document(
+            {
+                "url": client.url,
+                "found": {"source": resolution.source, "reason": resolution.reason},
+                "reached": resolution.target.describe(),
+                "hostKind": kind,
+                "serverInfo": model_json(info),
+                "pingMs": round(ping, 3),
+            }
+        )
+        return OK
+    ctx.out.write(
+        f"connected to {client.url}\n"
+        f"reached  {client.resolution.target.describe()}\n"
+        f"version  {info.version or 'unknown version'} on {info.hostname or 'unknown host'} ({info.server_id})\n"
+        f"host     {kind}\nfeatures {describe_features(info.features)}\n"
+        f"ping     {ping:.2f} ms\n"
+    )
+    return OK

@@ -1,0 +1,39 @@
+"""``providers``, ``workspaces``, ``projects``: options and help.
+
+What they do is in :mod:`daemon_client.cli.actions.catalog`.
+"""
+
+from __future__ import annotations
+
+from daemon_client.cli.argtypes import seconds
+from daemon_client.cli.parser import Registry, follow_args, json_arg
+
+DEFAULT_PROVIDER_WAIT = 60.0
+
+
+def register(registry: Registry) -> None:
+    parser = registry.add(
+        "providers", "show the provider catalog", "catalog:providers",
+        epilog="examples:\n  daemon-client providers --wait\n"
+               "  daemon-client providers --json | jq -r '.entries[] | select(.status == \"ready\") | .provider'",
+    )  # fmt: skip
+    parser.add_argument(
+        "--wait", type=seconds, nargs="?", const=DEFAULT_PROVIDER_WAIT, metavar="SECONDS",
+        help=f"wait until no provider is loading, at most SECONDS (default {DEFAULT_PROVIDER_WAIT:g}); "
+             "exits with status 1 if some still are",
+    )  # fmt: skip
+    json_arg(parser, "the catalog")
+    parser = registry.add(
+        "workspaces", "list workspaces (--watch: follow updates)", "catalog:workspaces",
+        epilog="example:\n  daemon-client workspaces --json | jq -r '.[].workspaceDirectory'",
+    )  # fmt: skip
+    parser.add_argument("--watch", action="store_true", help="keep running and print every workspace update")
+    json_arg(parser, "the workspaces (with --watch: one JSON document per line)")
+    follow_args(parser, duration_help="with --watch: stop after this many seconds")
+    parser = registry.add(
+        "projects", "list projects (--watch: follow updates; needs a current daemon)", "catalog:projects",
+        epilog="example:\n  daemon-client projects --json | jq -r '.projects[].projectRootPath'",
+    )  # fmt: skip
+    parser.add_argument("--watch", action="store_true", help="keep running and print every project update")
+    json_arg(parser, "the projects (with --watch: one JSON document per line)")
+    follow_args(parser, duration_help="with --watch: stop after this many seconds")

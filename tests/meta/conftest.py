@@ -1,0 +1,29 @@
+"""Fixtures of the command-line tests: ``cli`` starts ``daemon-client`` in a subprocess."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from .cli_process import CliProcess, clean_env
+
+Start = Callable[..., CliProcess]
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Start]:
+    """``cli(*argv, env_extra=..., **options)`` starts the command; everything is stopped after the test."""
+    started: list[CliProcess] = []
+    home = tmp_path / "paseo-home"
+    home.mkdir()
+
+    def start(*argv: str, env_extra: dict[str, str] | None = None, **options: object) -> CliProcess:
+        process = CliProcess(list(argv), clean_env(home, **(env_extra or {})), **options)  # type: ignore[arg-type]
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
