@@ -39,6 +39,7 @@ from daemon_client.runtime.requests import RequestTable
 from daemon_client.runtime.timers import TimerThread
 from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
+from daemon_client.transport.trace import TraceTarget, open_trace
 from daemon_client.transport.websocket import WebSocketTransport
 
 if TYPE_CHECKING:
@@ -85,6 +86,11 @@ class Client:
             this machine travel unencrypted. ``None`` (default): allowed, with one
             WARNING; ``False``: refused, ``connect()`` raises ``InsecureCredentials``
             before anything is sent; ``True``: allowed silently.
+        trace: write every frame in and out to this file (a path, or a writable text
+            stream) as JSONL, credentials replaced by ``<redacted>``; default: the path in
+            ``DAEMON_CLIENT_TRACE``, else no trace. Replay it with
+            :class:`daemon_client.testing.ReplayDaemon`. Raises ``OSError`` if the file
+            cannot be opened.
     """
 
     def __init__(
@@ -108,6 +114,7 @@ class Client:
         rng: random.Random | None = None,
         auth_header: str | None = None,
         allow_insecure_credentials: bool | None = None,
+        trace: TraceTarget | None = None,
     ) -> None:
         if connect_timeout <= 0 or request_timeout <= 0:
             raise ValueError("timeouts must be > 0")
@@ -131,6 +138,8 @@ class Client:
         )
         if credentials.warning:
             self._log.warning("%s", credentials.warning)
+        self._trace = open_trace(trace, secrets=(password, auth_header))
+        factory = transport_factory or WebSocketTransport
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
         self._request_timeout = request_timeout
         self._dispatcher = Dispatcher(
@@ -151,7 +160,7 @@ class Client:
             connect_timeout=connect_timeout,
             reconnect=reconnect or ReconnectPolicy(),
             heartbeat=heartbeat or Heartbeat(),
-            transport_factory=transport_factory or WebSocketTransport,
+            transport_factory=factory if self._trace is None else self._trace.wrap(factory),
             ssl_context=ssl_context,
             max_frame_bytes=max_frame_bytes,
             rng=rng,
@@ -217,6 +226,8 @@ class Client:
         :class:`~daemon_client.errors.CallbackError` for callback errors not raised yet.
         """
         self._connection.close(timeout)
+        if self._trace is not None:
+            self._trace.close(timeout)
         self._namespaces.dispose()
         self._timers.stop(timeout)
         self._dispatcher.stop(timeout)

@@ -1,9 +1,12 @@
-"""Test helpers shipped to users: a fake daemon, recording handlers, thread-leak checks.
+"""Test helpers shipped to users: a fake daemon, a replayed daemon, recording handlers,
+thread-leak checks.
 
 ``FakeDaemon`` serves the daemon side of the protocol in memory (pass
 ``transport_factory=fake.transport_factory`` to :class:`~daemon_client.Client`) or on a
-loopback port (``fake.serve()``, needs the ``test`` extra for ``websockets``). The pytest
-plugin of this package adds the ``fake_daemon`` and ``fake_client`` fixtures.
+loopback port (``fake.serve()``, needs the ``test`` extra for ``websockets``).
+``ReplayDaemon`` serves a recorded session (``Client(trace=...)``) the same two ways. The
+pytest plugin of this package adds the ``fake_daemon``, ``fake_client`` and
+``recorded_client`` fixtures and the ``daemon_recording`` marker.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ if TYPE_CHECKING:
     from daemon_client.testing.fake.daemon import FakeDaemon as FakeDaemon
     from daemon_client.testing.fake.daemon import RequestContext as RequestContext
     from daemon_client.testing.recording import RecordingHandler as RecordingHandler
+    from daemon_client.testing.replay.daemon import ReplayDaemon as ReplayDaemon
+    from daemon_client.testing.replay.daemon import ReplayMismatch as ReplayMismatch
     from daemon_client.testing.threads import assert_no_new_threads as assert_no_new_threads
     from daemon_client.testing.threads import live_threads as live_threads
     from daemon_client.testing.threads import no_leaked_threads as no_leaked_threads
@@ -22,6 +27,8 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "FakeDaemon": "daemon_client.testing.fake.daemon",
     "RecordingHandler": "daemon_client.testing.recording",
+    "ReplayDaemon": "daemon_client.testing.replay.daemon",
+    "ReplayMismatch": "daemon_client.testing.replay.daemon",
     "RequestContext": "daemon_client.testing.fake.daemon",
     "assert_no_new_threads": "daemon_client.testing.threads",
     "live_threads": "daemon_client.testing.threads",
