@@ -12,6 +12,7 @@ thread (:mod:`daemon_client.testing.replay.loopback`). ``close()`` joins them al
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import threading
 import time
@@ -20,7 +21,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
 from daemon_client.testing.replay.cassette import Recording
-from daemon_client.testing.replay.matching import DEFAULT_VOLATILE
+from daemon_client.testing.replay.matching import DEFAULT_VOLATILE, frame_type
 from daemon_client.testing.replay.player import ClientGone, ConnectionPlayer, PlayerOptions, run_player
 from daemon_client.transport.base import TransportClosed, TransportError
 from daemon_client.transport.memory import MemoryServerEnd, MemoryTransport
@@ -51,6 +52,8 @@ class ReplayDaemon:
             are rewritten to the values this client sent.
         pace: ``None`` (default) sends recorded frames as fast as possible; ``1.0`` keeps the
             recorded gaps between them, ``0.5`` halves them.
+        connections: serve only these recorded connections (by their ``conn`` name), in
+            this order; default: all, in the order they opened.
         on_unmatched: ``"fail"`` (default): a request that is not in the recording fails the
             test: it is answered at once with an ``rpc_error`` (code ``replay_unmatched``) whose
             message shows the closest recorded request and the difference, and :meth:`check`,
@@ -67,6 +70,7 @@ class ReplayDaemon:
         volatile: Iterable[str] = (),
         pace: float | None = None,
         on_unmatched: OnUnmatched = "fail",
+        connections: Sequence[str] | None = None,
     ) -> None:
         if on_unmatched not in ("fail", "error_reply"):
             raise ValueError(f"on_unmatched must be 'fail' or 'error_reply', got {on_unmatched!r}")
@@ -74,17 +78,21 @@ class ReplayDaemon:
             raise ValueError(f"pace must be None or >= 0, got {pace!r}")
         if isinstance(volatile, str):
             raise TypeError("volatile must be an iterable of field names, not one string")
-        self.recording = recording if isinstance(recording, Recording) else Recording.load(recording)
+        loaded = recording if isinstance(recording, Recording) else Recording.load(recording)
+        self.recording = loaded if connections is None else _only(loaded, connections)
         self._options = PlayerOptions(
             source=os.path.basename(self.recording.source),
             volatile=DEFAULT_VOLATILE | frozenset(volatile),
             pace=pace,
             strict=on_unmatched == "fail",
             report=self._report,
+            received=self._received,
         )
         self._lock = threading.Lock()
         self._players: list[ConnectionPlayer] = []
         self._mismatches: list[str] = []
+        self._frames: list[str | bytes] = []
+        self._frame_arrived = threading.Condition(self._lock)
         self._threads: list[threading.Thread] = []
         self._ends: list[MemoryServerEnd] = []
         self._numbers = itertools.count(1)
@@ -127,6 +135,11 @@ class ReplayDaemon:
         if recorded.lower().startswith(BEARER_PREFIX):
             return next((p for p in offered if p.lower().startswith(BEARER_PREFIX)), None)
         return None
+
+    def _received(self, data: str | bytes) -> None:
+        with self._frame_arrived:
+            self._frames.append(data)
+            self._frame_arrived.notify_all()
 
     def _report(self, message: str) -> None:
         if self._options.strict:
@@ -192,6 +205,25 @@ class ReplayDaemon:
         """The messages of the unrecorded requests and extra connections so far (strict mode)."""
         with self._lock:
             return list(self._mismatches)
+
+    def wait_for_frame(self, message_type: str, timeout: float = 5.0) -> str | bytes:
+        """Block until the client has sent a frame of ``message_type`` (the inner type of a
+        session frame, else the top-level type), recorded or not; return it as sent. For
+        frames the daemon never answers. Raises ``TimeoutError`` naming what came instead."""
+
+        def find() -> str | bytes | None:
+            for data in self._frames:
+                if isinstance(data, str) and _type_of(data) == message_type:
+                    return data
+            return None
+
+        with self._frame_arrived:
+            if not self._frame_arrived.wait_for(lambda: find() is not None, timeout):
+                seen = [_type_of(d) if isinstance(d, str) else "binary" for d in self._frames]
+                raise TimeoutError(f"no {message_type!r} frame from the client within {timeout:g} s; got {seen}")
+            found = find()
+        assert found is not None
+        return found
 
     @property
     def connections_opened(self) -> int:
@@ -264,6 +296,28 @@ class ReplayDaemon:
 
     def __repr__(self) -> str:
         return f"<ReplayDaemon {self._options.source} ({len(self.recording.connections)} connections)>"
+
+
+def _type_of(text: str) -> str | None:
+    try:
+        frame = json.loads(text)
+    except ValueError:
+        return None
+    return frame_type(frame) if isinstance(frame, dict) else None
+
+
+def _only(recording: Recording, names: Sequence[str]) -> Recording:
+    """The recording reduced to the named connections, in the order given."""
+    if isinstance(names, str):
+        raise TypeError("connections must be a sequence of connection names, not one string")
+    by_name = {connection.name: connection for connection in recording.connections}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        raise ValueError(
+            f"{recording.source}: no connection named {', '.join(map(repr, unknown))} "
+            f"(the recording has {', '.join(map(repr, by_name))})"
+        )
+    return Recording(recording.source, tuple(by_name[name] for name in names))
 
 
 class _ReplayFactory:

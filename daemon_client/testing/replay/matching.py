@@ -1,8 +1,9 @@
 """How a client frame is matched to a recorded one, and how a recorded answer is adapted.
 
 Two frames match when they are equal once the *volatile* fields are removed, wherever they
-occur: by default the IDs a client makes up (``requestId``, ``clientId``, ``subscriptionId``)
-and ``clientSentAt`` (a clock reading), plus the fields a test names. The values of volatile
+occur: by default the IDs a client makes up anew in every run (``requestId``, ``clientId``,
+``subscriptionId``, ``messageId``, ``clientMessageId``, ``idempotencyKey``) and
+``clientSentAt`` (a clock reading), plus the fields a test names. The values of volatile
 fields become a mapping (recorded value → this client's value) that rewrites the daemon's
 recorded frames, so a reply carries the ``requestId`` this client sent. Pure functions, run
 on a replay connection's thread.
@@ -27,7 +28,9 @@ __all__ = [
     "rewrite",
 ]
 
-DEFAULT_VOLATILE = frozenset({"requestId", "clientId", "subscriptionId", "clientSentAt"})
+DEFAULT_VOLATILE = frozenset(
+    {"requestId", "clientId", "subscriptionId", "messageId", "clientMessageId", "idempotencyKey", "clientSentAt"}
+)
 _MAX_DIFFS = 12
 
 

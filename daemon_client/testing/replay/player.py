@@ -8,9 +8,13 @@ The recorded daemon frames are sent in recorded order. Each waits for its *gate*
 * any other frame (a push, a close) waits until the client has sent the client frame recorded
   just before it, or any later one, so pushes keep their recorded place between replies.
 
+A reply whose request has not come although the client has already sent a later recorded
+frame (two threads racing, or a request that did not match) steps aside: the frames after it
+go on, and it is sent as soon as its request comes.
+
 Top-level ``ping`` frames are answered at once with ``pong`` (heartbeats are timing, not
-content); recorded heartbeats are neither replayed nor required. Frames recorded after the
-client's own close are not required either.
+content); recorded heartbeats are neither replayed nor required. What the daemon sent after
+the client's own close (its echo of the close) is the client's to cause: never sent.
 
 Threads: :func:`run_player` runs on the connection's thread (``replay-daemon-mem-<n>`` or a
 websockets handler thread), which alone calls the player's event methods. :meth:`unplayed`
@@ -80,6 +84,10 @@ class PlayerOptions:
     strict: bool
     report: Callable[[str], None]
     """Called (on the connection thread) with the message of a mismatch in strict mode."""
+    received: Callable[[str | bytes], None] = lambda data: None
+    """Called (on the connection thread) with every client frame, before it is matched."""
+    clock: Callable[[], float] = time.monotonic
+    """The clock of ``pace`` (seconds)."""
 
 
 @attrs.define
@@ -101,7 +109,6 @@ class _Step:
     event: Event
     gate: int | None
     reply: bool
-    closing: bool
 
 
 def _dumps(value: Any) -> str:
@@ -121,9 +128,10 @@ class ConnectionPlayer:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._cursor = 0
+        self._deferred: list[_Step] = []
         self._furthest = -1
         self._mapping: dict[str, str] = {}
-        self._anchor = (time.monotonic(), recorded.start)
+        self._anchor = (options.clock(), recorded.start)
         self._ended = False
         self._socket: ServerEnd | None = None
 
@@ -154,19 +162,19 @@ class ConnectionPlayer:
                 if request_id is not None:
                     by_request[request_id] = gate
                 continue
-            if frame is not None and is_heartbeat(frame):
-                continue  # pongs are answered live
+            if closing or (frame is not None and is_heartbeat(frame)):
+                continue  # the answer to the client's own close; pongs are answered live
             request_id = request_id_of_reply(frame) if frame is not None else None
             if request_id is not None and request_id in by_request:
-                self._steps.append(_Step(event, by_request[request_id], reply=True, closing=closing))
+                self._steps.append(_Step(event, by_request[request_id], reply=True))
             else:
-                self._steps.append(_Step(event, gate, reply=False, closing=closing))
+                self._steps.append(_Step(event, gate, reply=False))
 
     # -- connection thread ---------------------------------------------------------------------
     def start(self, socket: ServerEnd) -> None:
         self._socket = socket
         with self._lock:
-            self._anchor = (time.monotonic(), self.recorded.start)
+            self._anchor = (self._opts.clock(), self.recorded.start)
 
     @property
     def ended(self) -> bool:
@@ -179,30 +187,55 @@ class ConnectionPlayer:
             return self._expected[step.gate].matched
         return self._furthest >= step.gate
 
+    def _next(self) -> _Step | None:
+        """The next step to send, if its gate is open: a deferred reply whose request has come,
+        else the step at the cursor (a reply the client has moved past is deferred). Lock held."""
+        for step in self._deferred:
+            if self._open(step):
+                self._deferred.remove(step)
+                return step
+        while self._cursor < len(self._steps):
+            step = self._steps[self._cursor]
+            if self._open(step):
+                self._cursor += 1
+                return step
+            if not (step.reply and step.gate is not None and self._furthest > step.gate):
+                return None
+            self._deferred.append(step)
+            self._cursor += 1
+        return None
+
     def pump(self) -> float | None:
         """Send every recorded frame whose gate is open and whose time has come; return the
         seconds until the next one is due (``None``: nothing waits on time)."""
         while True:
             with self._changed:
-                if self._ended or self._cursor >= len(self._steps):
+                if self._ended:
                     return None
-                step = self._steps[self._cursor]
-                if not self._open(step):
+                step = self._next()
+                if step is None:
                     return None
-                now = time.monotonic()
+                now = self._opts.clock()
                 pace = self._opts.pace
                 if pace:
                     anchor_at, anchor_t = self._anchor
                     wait = anchor_at + (step.event.t - anchor_t) * pace - now
                     if wait > 0:
+                        self._hold(step)
                         return wait
-                self._cursor += 1
                 self._anchor = (now, step.event.t)
                 mapping = dict(self._mapping)
                 if step.event.kind in ("close", "abort"):
                     self._ended = True
                 self._changed.notify_all()
             self._send(step.event, mapping)
+
+    def _hold(self, step: _Step) -> None:
+        """Put back a step whose time has not come (lock held)."""
+        if self._cursor > 0 and self._steps[self._cursor - 1] is step:
+            self._cursor -= 1
+        else:
+            self._deferred.insert(0, step)
 
     def _send(self, event: Event, mapping: dict[str, str]) -> None:
         socket = self._socket
@@ -229,6 +262,7 @@ class ConnectionPlayer:
 
     def on_client(self, data: str | bytes) -> None:
         """Match one client frame; answer heartbeats and unrecorded requests."""
+        self._opts.received(data)
         if isinstance(data, bytes):
             self._match_or_fail("binary", data, data)
             return
@@ -254,7 +288,7 @@ class ConnectionPlayer:
                 self._furthest = max(self._furthest, found)
                 if kind == "frame":
                     self._mapping.update(id_mapping(expected.event.value, value, self._opts.volatile))
-                self._anchor = (time.monotonic(), expected.event.t)
+                self._anchor = (self._opts.clock(), expected.event.t)
                 self._changed.notify_all()
                 return
             if kind == "frame" and value.get("type") == "hello" and not any(e.hello for e in self._expected):
@@ -336,13 +370,20 @@ class ConnectionPlayer:
         the client's close are not counted)."""
         with self._lock:
             missing = [e.event for e in self._expected if not e.matched and not e.heartbeat and not e.closing]
-            missing += [s.event for s in self._steps[self._cursor :] if not s.closing]
+            missing += [s.event for s in [*self._deferred, *self._steps[self._cursor :]]]
         return [f"#{self.number} {event.describe()}" for event in sorted(missing, key=lambda e: e.line)]
 
     def _settled(self) -> bool:
-        if self._ended or self._cursor >= len(self._steps):
+        if self._ended:
             return True
-        return not self._open(self._steps[self._cursor])
+        if any(self._open(step) for step in self._deferred):
+            return False
+        for step in self._steps[self._cursor :]:
+            if self._open(step):
+                return False
+            if not (step.reply and step.gate is not None and self._furthest > step.gate):
+                return True
+        return True
 
     def wait_settled(self, timeout: float) -> bool:
         """Block until no recorded frame that may be sent is still waiting to be sent."""
