@@ -89,7 +89,7 @@ def _client(args: argparse.Namespace, out: TextIO | None = None) -> Client:
     prompts = 0
     while True:
         try:
-            client = Client(args.host, password=password, connect_timeout=args.timeout)
+            client = Client(args.host, password=password, connect_timeout=args.timeout, trace=args.trace)
         except ValueError as exc:  # the address (never repeated with credentials in it)
             raise DaemonClientError(f"bad daemon address: {exc}") from None
         args.found = client.url
@@ -302,6 +302,9 @@ def _connection_args(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="daemon-client", description="Talk to a Paseo daemon.")
+    parser.add_argument(
+        "--trace", metavar="PATH", help="write every frame to PATH as JSONL, credentials redacted (see record-replay)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, help_text: str, func: Any, *, connects: bool = True) -> argparse.ArgumentParser:

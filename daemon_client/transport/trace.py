@@ -51,7 +51,7 @@ class TracingTransport:
         return self._inner.selected_subprotocol
 
     def connect(self, params: ConnectParams) -> None:
-        self._sink.secrets.add_carriers(params.headers, params.subprotocols)
+        self._sink.secrets.add_carriers(params.url, params.headers, params.subprotocols)
         self._inner.connect(params)
         self._conn = self._sink.next_connection()
         opened = (params.url, tuple(params.subprotocols), self._inner.selected_subprotocol)

@@ -79,11 +79,16 @@ class Secrets:
             # longest first: a password inside a longer header value is replaced as a whole
             self._values = tuple(sorted((v for v in found if len(v) >= _MIN_SECRET), key=len, reverse=True))
 
-    def add_carriers(self, headers: Mapping[str, str], subprotocols: Iterable[str]) -> None:
-        """Remember the credentials of an upgrade request: its ``Authorization`` header and
-        bearer subprotocol."""
+    def add_carriers(self, url: str, headers: Mapping[str, str], subprotocols: Iterable[str]) -> None:
+        """Remember the credentials of an upgrade request: credential query values and
+        ``user:password@`` of its URL, its ``Authorization`` header and bearer subprotocol."""
         values: list[str | None] = [v for k, v in headers.items() if k.lower() in ("authorization", "cookie")]
         values += [p for p in subprotocols if p.startswith(BEARER_PREFIX)]
+        try:
+            parts = urlsplit(url)
+            values += [parts.password, *(m.group(0).split("=", 1)[1] for m in _URL_SECRET.finditer("?" + parts.query))]
+        except ValueError:
+            pass
         self.add(values)
 
     def text(self, text: str) -> str:

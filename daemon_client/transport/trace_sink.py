@@ -13,7 +13,9 @@ must never stall the reader.
 Sinks are shared per output: every client tracing to the same path (``DAEMON_CLIENT_TRACE``
 in a process with several clients) writes into one file with connection names ``c1``,
 ``c2`` ... numbered across them, so the file replays connection by connection. A sink ends
-when its last user releases it; a stream passed by the caller is flushed, never closed.
+when its last user releases it; a stream passed by the caller is flushed, never closed. A
+path is truncated the first time a process traces to it; a later client of the same process
+appends, continuing the clock and the connection numbers.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ _STOP = object()
 _numbers = itertools.count(1)
 _sinks_lock = threading.Lock()
 _sinks: dict[str, TraceSink] = {}
+_history: dict[str, tuple[int, float]] = {}
+"""Per path written by this process: connections numbered so far, and when the trace began."""
 _BATCH = 256
 
 
@@ -55,13 +59,16 @@ class TraceSink:
     def __init__(self, target: TraceTarget, *, key: str | None = None) -> None:
         self._key = key
         self.secrets = Secrets()
-        self._started = time.monotonic()
+        numbered, started = _history.get(key, (0, time.monotonic())) if key is not None else (0, time.monotonic())
+        self._started = started
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._connections = itertools.count(1)
+        self._numbered = numbered
+        self._connections = itertools.count(numbered + 1)
         self._users = 0
         self._lock = threading.Lock()
         if isinstance(target, (str, os.PathLike)):
-            self._stream: IO[str] = open(target, "w", encoding="utf-8")  # noqa: SIM115 - closed by the writer
+            mode = "a" if key is not None and key in _history else "w"
+            self._stream: IO[str] = open(target, mode, encoding="utf-8")  # noqa: SIM115 - closed by the writer
             self._owned = True
         else:
             self._stream = target
@@ -73,7 +80,8 @@ class TraceSink:
     def next_connection(self) -> str:
         """A new connection name (``c1``, ``c2`` ...), unique within this output."""
         with self._lock:
-            return f"c{next(self._connections)}"
+            self._numbered = next(self._connections)
+            return f"c{self._numbered}"
 
     def record(self, conn: str, direction: str, kind: str, value: Any) -> None:
         """Queue one event; ``kind`` is ``text``, ``binary``, ``open``, ``close``, ``abort`` or
@@ -96,6 +104,7 @@ class TraceSink:
             last = self._users <= 0
             if last and self._key is not None and _sinks.get(self._key) is self:
                 del _sinks[self._key]
+                _history[self._key] = (self._numbered, self._started)
         if not last:
             self.flush()
             return
