@@ -137,10 +137,10 @@ class RecordedSession:
         self._client = self._replay = None
         missing: list[str] = []
         try:
+            if client is not None:
+                client.close()  # first: what close() sends (releases) is in the recording too
             if replay is not None and check and not self.settings.allow_unplayed:
                 missing = replay.unplayed()
-            if client is not None:
-                client.close()
         finally:
             if replay is not None:
                 replay.close()
