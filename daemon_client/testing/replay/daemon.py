@@ -45,11 +45,13 @@ class ReplayDaemon:
     """Serves a recording (a ``Client(trace=...)`` file or a transcript) to a client.
 
     Args:
-        recording: the JSONL file, or a parsed :class:`Recording`.
-        volatile: more field names to ignore when matching requests, wherever they occur (the
-            IDs a client makes up, ``requestId``, ``clientId``, ``subscriptionId``, and
-            ``clientSentAt`` are always ignored). Their recorded values in the daemon's frames
-            are rewritten to the values this client sent.
+        recording: the JSONL file, or a parsed
+            :class:`~daemon_client.testing.replay.cassette.Recording`.
+        volatile: more field names to ignore when matching requests, wherever they occur.
+            The IDs a client makes up anew in every run are always ignored (``requestId``,
+            ``clientId``, ``subscriptionId``, ``messageId``, ``clientMessageId``,
+            ``idempotencyKey``), and so is ``clientSentAt``. Their recorded values in the
+            daemon's frames are rewritten to the values this client sent.
         pace: ``None`` (default) sends recorded frames as fast as possible; ``1.0`` keeps the
             recorded gaps between them, ``0.5`` halves them.
         connections: serve only these recorded connections (by their ``conn`` name), in
@@ -60,7 +62,8 @@ class ReplayDaemon:
             :meth:`assert_all_played` and leaving the ``with`` block raise
             :class:`ReplayMismatch`. ``"error_reply"``: only the ``rpc_error`` answer.
 
-    Raises ``RecordingError`` (a ``ValueError``) for a malformed recording.
+    Raises ``RecordingError`` (a ``ValueError``, in
+    :mod:`daemon_client.testing.replay.cassette`) for a malformed recording, naming its line.
     """
 
     def __init__(
@@ -101,12 +104,7 @@ class ReplayDaemon:
         self._closed = False
 
     # -- connections ---------------------------------------------------------------------------
-    @property
-    def stopping(self) -> threading.Event:
-        """Set once :meth:`close` starts: connection threads end."""
-        return self._stopping
-
-    def open_player(self) -> ConnectionPlayer | None:
+    def _open_player(self) -> ConnectionPlayer | None:
         """The player of the next recorded connection, or ``None`` (reported) when the
         recording has no more connections. Any thread (a frontend's accept)."""
         with self._lock:
@@ -124,7 +122,7 @@ class ReplayDaemon:
         return player
 
     @staticmethod
-    def choose_subprotocol(player: ConnectionPlayer, offered: Sequence[str]) -> str | None:
+    def _choose_subprotocol(player: ConnectionPlayer, offered: Sequence[str]) -> str | None:
         """The recorded selection if offered; for a recorded bearer subprotocol, the client's."""
         opened = player.recorded.opened or {}
         recorded = opened.get("selectedSubprotocol")
@@ -152,12 +150,12 @@ class ReplayDaemon:
         """``Callable[[], Transport]``: in-memory connections to this replay."""
         return _ReplayFactory(self)
 
-    def accept_memory(self, end: MemoryServerEnd) -> None:
+    def _accept_memory(self, end: MemoryServerEnd) -> None:
         """``MemoryTransport`` acceptor; runs on the thread calling ``transport.connect``."""
-        player = self.open_player()
+        player = self._open_player()
         if player is None:
             raise TransportError("connection refused: the recording has no more connections")
-        end.selected_subprotocol = self.choose_subprotocol(player, list(end.subprotocols))
+        end.selected_subprotocol = self._choose_subprotocol(player, list(end.subprotocols))
 
         def recv(timeout: float) -> str | bytes:
             try:
@@ -189,11 +187,12 @@ class ReplayDaemon:
             if self._loopback is None:
                 from daemon_client.testing.replay.loopback import ReplayLoopback
 
-                self._loopback = ReplayLoopback(self)
+                self._loopback = ReplayLoopback(self._open_player, self._choose_subprotocol, self._stopping)
         return self._loopback.start(host, port)
 
     @property
     def url(self) -> str:
+        """The ``ws://`` URL of :meth:`serve`; ``RuntimeError`` before it."""
         url = self._loopback.url if self._loopback is not None else None
         if url is None:
             raise RuntimeError("the replay daemon is not serving on loopback; call serve() first")
@@ -227,6 +226,7 @@ class ReplayDaemon:
 
     @property
     def connections_opened(self) -> int:
+        """How many connections clients opened so far (refused ones excluded)."""
         with self._lock:
             return len(self._players)
 
@@ -253,7 +253,9 @@ class ReplayDaemon:
 
     def assert_all_played(self, timeout: float = 5.0) -> None:
         """Raise :class:`ReplayMismatch` for a mismatch or for recorded frames not played
-        (see :meth:`unplayed`). Call it after the last reply the test waits for."""
+        (see :meth:`unplayed`). Call it after the last reply the test waits for, or after
+        the client's ``close()`` when the recording holds what ``close()`` sends (the release
+        of live subscriptions)."""
         self.check()
         missing = self.unplayed(timeout)
         if missing:
@@ -327,7 +329,7 @@ class _ReplayFactory:
         self.daemon = daemon
 
     def __call__(self) -> MemoryTransport:
-        return MemoryTransport(self.daemon.accept_memory)
+        return MemoryTransport(self.daemon._accept_memory)
 
     def __repr__(self) -> str:
         return f"<transport factory of {self.daemon!r}>"

@@ -16,7 +16,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.testing.replay.player import ClientGone, ConnectionPlayer, run_player
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from websockets.http11 import Request, Response
     from websockets.sync.server import Server, ServerConnection
     from websockets.typing import Subprotocol
-
-    from daemon_client.testing.replay.daemon import ReplayDaemon
 
 __all__ = ["ReplayLoopback"]
 
@@ -69,10 +67,21 @@ class _WsEnd:
 
 
 class ReplayLoopback:
-    """Serves a :class:`ReplayDaemon` on a TCP port; see the module docstring."""
+    """Serves a replay on a TCP port; see the module docstring.
 
-    def __init__(self, daemon: ReplayDaemon) -> None:
-        self._daemon = daemon
+    ``open_player`` gives the player of the next recorded connection (``None``: refuse it),
+    ``choose_subprotocol`` the subprotocol to select for it; ``stopping`` ends every connection.
+    """
+
+    def __init__(
+        self,
+        open_player: Callable[[], ConnectionPlayer | None],
+        choose_subprotocol: Callable[[ConnectionPlayer, Sequence[str]], str | None],
+        stopping: threading.Event,
+    ) -> None:
+        self._open_player = open_player
+        self._choose = choose_subprotocol
+        self._stopping = stopping
         self._lock = threading.Lock()
         self._server: Server | None = None
         self._serve_thread: threading.Thread | None = None
@@ -136,7 +145,7 @@ class ReplayLoopback:
             self._sockets.append(ws)
         if request.path.split("?", 1)[0] != "/ws":
             return ws.respond(404, "Not Found\n")
-        player = self._daemon.open_player()
+        player = self._open_player()
         if player is None:
             return ws.respond(503, "Service Unavailable: the recording has no more connections\n")
         with self._lock:
@@ -148,7 +157,7 @@ class ReplayLoopback:
 
         with self._lock:
             player = self._players.get(id(ws))
-        chosen = None if player is None else self._daemon.choose_subprotocol(player, list(offered))
+        chosen = None if player is None else self._choose(player, list(offered))
         return None if chosen is None else Subprotocol(chosen)
 
     def _handle(self, ws: ServerConnection) -> None:
@@ -165,7 +174,7 @@ class ReplayLoopback:
             except ConnectionClosed:
                 raise ClientGone from None
 
-        run_player(player, _WsEnd(ws), recv, self._daemon.stopping)
+        run_player(player, _WsEnd(ws), recv, self._stopping)
 
     # -- stopping ------------------------------------------------------------------------------
     def close(self) -> None:
