@@ -138,8 +138,6 @@ class Client:
         )
         if credentials.warning:
             self._log.warning("%s", credentials.warning)
-        self._trace = open_trace(trace, secrets=(password, auth_header))
-        factory = transport_factory or WebSocketTransport
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
         self._request_timeout = request_timeout
         self._dispatcher = Dispatcher(
@@ -152,6 +150,8 @@ class Client:
         self._timers = TimerThread(f"{self._name}-timer")
         self._requests = RequestTable(self._timers, self._dispatcher.post)
         self._pushes = PushRegistry(self._dispatcher.post)
+        self._trace = open_trace(trace, secrets=(password, auth_header))  # last: it starts a writer thread
+        factory = transport_factory or WebSocketTransport
         options = ConnectionOptions(
             targets=self._targets,
             client_id=self._client_id,
