@@ -40,6 +40,7 @@ from daemon_client.runtime.timers import TimerThread
 from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
 from daemon_client.transport.relay import RelayStats, RelayTransportFactory
+from daemon_client.transport.trace import TraceTarget, open_trace
 from daemon_client.transport.websocket import WebSocketTransport
 
 if TYPE_CHECKING:
@@ -93,6 +94,11 @@ class Client:
             this machine travel unencrypted. ``None`` (default): allowed, with one
             WARNING; ``False``: refused, ``connect()`` raises ``InsecureCredentials``
             before anything is sent; ``True``: allowed silently.
+        trace: write every frame in and out to this file (a path, or a writable text
+            stream) as JSONL, credentials replaced by ``<redacted>``; default: the path in
+            ``DAEMON_CLIENT_TRACE``, else no trace. Replay it with
+            :class:`daemon_client.testing.ReplayDaemon`. Raises ``OSError`` if the file
+            cannot be opened.
     """
 
     def __init__(
@@ -116,6 +122,7 @@ class Client:
         rng: random.Random | None = None,
         auth_header: str | None = None,
         allow_insecure_credentials: bool | None = None,
+        trace: TraceTarget | None = None,
     ) -> None:
         if connect_timeout <= 0 or request_timeout <= 0:
             raise ValueError("timeouts must be > 0")
@@ -163,6 +170,7 @@ class Client:
         self._pushes = PushRegistry(self._dispatcher.post)
         if password and auth_header:
             self._log.debug("a password is set: auth_header is not sent")
+        self._trace = open_trace(trace, secrets=(password, auth_header))  # last: it starts a writer thread
         options = ConnectionOptions(
             targets=self._targets,
             client_id=self._client_id,
@@ -171,7 +179,7 @@ class Client:
             connect_timeout=connect_timeout,
             reconnect=reconnect or ReconnectPolicy(),
             heartbeat=heartbeat or Heartbeat(),
-            transport_factory=factory,
+            transport_factory=factory if self._trace is None else self._trace.wrap(factory),
             ssl_context=ssl_context,
             max_frame_bytes=max_frame_bytes,
             rng=rng,
@@ -244,6 +252,8 @@ class Client:
         """
         deadline = time.monotonic() + timeout  # every step shares the one timeout
         self._connection.close(timeout)
+        if self._trace is not None:
+            self._trace.close(timeout)
         self._namespaces.dispose()
         self._timers.stop(deadline - time.monotonic())
         self._dispatcher.stop(deadline - time.monotonic())

@@ -66,6 +66,7 @@ def _client(args: argparse.Namespace, reconnect: bool) -> Client:
             connect_timeout=args.timeout,
             request_timeout=args.timeout,
             reconnect=ReconnectPolicy(enabled=reconnect),
+            trace=getattr(args, "trace", None),
         )
     except ValueError as exc:
         raise CliError(f"bad daemon address: {exc}", USAGE) from None
@@ -78,6 +79,9 @@ def build_parser() -> CliParser:
         epilog=ENVIRONMENT + "\n\n" + table_text() + "\n\nSee docs/cli.md for examples and scripting recipes.",
     )
     parser.add_argument("--version", action="version", version=f"daemon-client {__version__}")
+    parser.add_argument(
+        "--trace", metavar="PATH", help="write every frame to PATH as JSONL, credentials redacted (see record-replay)"
+    )
     verbosity_args(parser, top_level=True)
     registry = Registry(parser, _connection_args)
     for group in GROUPS:

@@ -5,6 +5,6 @@ the ``daemon_client`` entry point); this module re-exports its fixtures. Runs on
 thread.
 """
 
-from daemon_client_pytest import fake_client, fake_daemon
+from daemon_client_pytest import fake_client, fake_daemon, recorded_client
 
-__all__ = ["fake_client", "fake_daemon"]
+__all__ = ["fake_client", "fake_daemon", "recorded_client"]

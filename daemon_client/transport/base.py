@@ -57,13 +57,15 @@ class FrameRejected(TransportError):
     """One inbound frame could not be used (invalid UTF-8, binary, too large).
 
     The connection stays usable: the reader logs the frame and reads on. ``binary`` marks a
-    binary frame (well formed, but this client uses none).
+    binary frame (well formed, but this client uses none); ``data`` is its whole payload (for
+    the wire trace).
     """
 
-    def __init__(self, message: str, *, preview: bytes = b"", binary: bool = False) -> None:
+    def __init__(self, message: str, *, preview: bytes = b"", binary: bool = False, data: bytes = b"") -> None:
         super().__init__(message)
         self.preview = preview
         self.binary = binary
+        self.data = data
 
 
 @attrs.frozen

@@ -173,7 +173,9 @@ class MemoryTransport(_Endpoint):
                 raise FrameRejected(f"frame of more than {limit} bytes skipped", preview=item[:200].encode())
             return item
         if isinstance(item, _Binary):
-            raise FrameRejected(f"binary frame of {len(item.data)} bytes ignored", preview=item.data[:200], binary=True)
+            raise FrameRejected(
+                f"binary frame of {len(item.data)} bytes ignored", preview=item.data[:200], binary=True, data=item.data
+            )
         if not isinstance(item, _RawText):
             raise TransportError(f"unexpected item {item!r}")
         if limit is not None and len(item.data) > limit:

@@ -176,7 +176,9 @@ class WebSocketTransport:
                 self._reply(_frame(data, OP_PONG))
                 continue
             if opcode == OP_BINARY:
-                raise FrameRejected(f"binary frame of {len(data)} bytes ignored", preview=data[:200], binary=True)
+                raise FrameRejected(
+                    f"binary frame of {len(data)} bytes ignored", preview=data[:200], binary=True, data=data
+                )
             # a pong: nothing to do
 
     def _answer_close(self, code: int) -> None:

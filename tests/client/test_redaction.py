@@ -153,7 +153,7 @@ def test_no_password_source_lets_the_secret_out_of_the_cli(
     right = f"tok-{MARK}"
     with FakeDaemon(host_kind=dc.HostKind.CAPABLE, password=right) as fake:
         url = fake.serve()
-        for password, expected in ((f"wrong-{MARK}", 2), (right, 0)):
+        for password, expected in ((f"wrong-{MARK}", 4), (right, 0)):
             argv: list[str] = ["info", "--url", url, "--timeout", "5"]
             stdin = ""
             monkeypatch.delenv("PASEO_PASSWORD", raising=False)

@@ -204,8 +204,9 @@ def test_two_filtered_views(run: Run, kind: str) -> None:
         assert f"note: this daemon ({kind} host) shares one filter between both views" in out, out
 
 
-def test_my_code_passes_under_pytest() -> None:
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / "test_my_code.py")]
+@pytest.mark.parametrize("example", ["test_my_code.py", "test_replayed_session.py"])
+def test_my_code_passes_under_pytest(example: str) -> None:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / example)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"\b\d+ passed\b", done.stdout), done.stdout
