@@ -48,7 +48,7 @@ from daemon_client.runtime.reader_loop import ReaderLoop
 from daemon_client.runtime.requests import ReplyFuture, RequestTable, SettleHook
 from daemon_client.runtime.timers import TimerThread
 from daemon_client.state import ConnectionState, StateListener
-from daemon_client.transport.base import Transport
+from daemon_client.transport.base import Transport, TransportError
 
 RestoreHook = Callable[[HostKind, bool], None]
 CloseHook = Callable[[HostKind], list[Future[Any]]]
@@ -92,6 +92,7 @@ class Connection(ReaderLoop):
         self._dispatcher = dispatcher
         self._timers = timers
         self._on_push = on_push
+        self._binary_router: Callable[[bytes], bool] | None = None
         self._name = name
         self._log = logger
         self._frame_log = logger.getChild("frames")
@@ -302,13 +303,35 @@ class Connection(ReaderLoop):
                 entry.finish(error=exc)
         return entry.future
 
-    def send_message(self, message: Mapping[str, Any]) -> None:
+    def send_message(self, message: Mapping[str, Any], *, direct: bool = False) -> None:
         """Send a fire-and-forget session message (no reply is awaited). Raises
-        ``NotConnected``/``ClientClosed`` unless connected, ``ConnectionLost`` if the write fails."""
+        ``NotConnected``/``ClientClosed`` unless connected (``direct``: or handshaking, for
+        re-establishment messages sent by restore hooks), ``ConnectionLost`` if the write fails."""
+        self._check_sendable(direct)
+        self._write(encode_session(message))
+
+    def send_binary(self, data: bytes) -> None:
+        """Send one binary frame (terminal input and resize); errors as :meth:`send_message`."""
+        self._check_sendable(False)
+        with self._send_lock:
+            transport = self._transport
+            if transport is None:
+                raise ConnectionLost("Connection lost")
+            try:
+                transport.send_binary(data)
+            except TransportError as exc:
+                raise ConnectionLost(f"Connection lost while sending: {exc}") from exc
+
+    def _check_sendable(self, direct: bool) -> None:
         with self._lock:
             state = self._state
             if state is ConnectionState.DISPOSED or self._closing:
                 raise ClientClosed("Daemon client is disposed")
-            if state is not ConnectionState.CONNECTED:
+            if state is not ConnectionState.CONNECTED and not (direct and state is ConnectionState.CONNECTING):
                 raise NotConnected(f"Transport not connected (status: {state.value})")
-        self._write(encode_session(message))
+
+    def set_binary_router(self, router: Callable[[bytes], bool] | None) -> None:
+        """Route inbound binary frames to ``router(data) -> taken`` on the reader thread (it must
+        not block and never runs user code); frames it does not take are logged once per
+        connection and dropped, as all binary frames are without a router."""
+        self._binary_router = router

@@ -51,6 +51,7 @@ class ReaderLoop:
     _timers: TimerThread
     _heartbeat: HeartbeatMonitor
     _on_push: Callable[[SessionMessage], None]
+    _binary_router: Callable[[bytes], bool] | None
     _name: str
     _log: logging.Logger
     _frame_log: logging.Logger
@@ -269,6 +270,12 @@ class ReaderLoop:
                 return failure_for_close(exc.code, exc.reason, rejection=self._rejection, password=self._opts.password)
             except TransportError as exc:
                 return self._abort_failure or Failure(ConnectionLost(f"Connection lost: {exc}"))
+            if isinstance(text, bytes):
+                if not self._route_binary(text) and not binary_seen:
+                    binary_seen = True  # one line per connection
+                    self._log.info("%s: skipping binary frames nobody subscribed to on this connection "
+                                   "(binary frame of %d bytes)", self._name, len(text))  # fmt: skip
+                continue
             if frame_log.isEnabledFor(logging.DEBUG):
                 frame_log.debug("<- %s", preview(text, 500))
             try:
@@ -276,6 +283,17 @@ class ReaderLoop:
                     connected_at.append(time.monotonic())
             except Exception:  # noqa: BLE001 - an internal defect must not kill the reader
                 self._log.exception("internal error while handling a frame: %s", preview(text))
+
+    def _route_binary(self, data: bytes) -> bool:
+        """Hand one binary frame to the router; False when nobody takes it."""
+        router = self._binary_router
+        if router is None:
+            return False
+        try:
+            return router(data)
+        except Exception:  # noqa: BLE001 - an internal defect must not kill the reader
+            self._log.exception("internal error while routing a binary frame of %d bytes", len(data))
+            return True
 
     def _handle(self, text: str) -> bool:
         """Handle one frame; return True when it completed the handshake."""

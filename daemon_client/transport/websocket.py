@@ -3,9 +3,10 @@
 websocket-client opens the connection (TLS, upgrade, subprotocols, headers; no ``Origin``
 header) and writes frames; inbound frames are read by :class:`FrameReader` through one
 large buffer. Text frames are decoded with Python's strict UTF-8 codec (the same safety
-as websocket-client's pure-Python validator at a fraction of the cost). ``recv`` runs on
-the client's reader thread; ``send_text`` on any thread (serialised here too, since the
-reader answers pings and echoes close frames); ``abort`` and ``close`` on any thread.
+as websocket-client's pure-Python validator at a fraction of the cost); binary frames are
+returned as ``bytes``. ``recv`` runs on the client's reader thread; ``send_text`` and
+``send_binary`` on any thread (serialised here too, since the reader answers pings and echoes
+close frames); ``abort`` and ``close`` on any thread.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from daemon_client.transport.frames import OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT
 from daemon_client.transport.unix import open_unix_socket
 
 _OP_TEXT = wsc.ABNF.OPCODE_TEXT
+_OP_BINARY = wsc.ABNF.OPCODE_BINARY
 
 
 def _parse_close(data: bytes) -> TransportClosed:
@@ -107,7 +109,14 @@ class WebSocketTransport:
         except (OSError, wsc.WebSocketException) as exc:
             raise TransportClosed(None, f"send failed: {exc}") from exc
 
-    def recv(self) -> str:
+    def send_binary(self, data: bytes) -> None:
+        try:
+            with self._send_lock:
+                self._ws.send(data, _OP_BINARY)
+        except (OSError, wsc.WebSocketException) as exc:
+            raise TransportClosed(None, f"send failed: {exc}") from exc
+
+    def recv(self) -> str | bytes:
         reader = self._reader
         if reader is None:
             raise TransportError("not connected")
@@ -128,7 +137,7 @@ class WebSocketTransport:
                     self._ws.pong(data)
                 continue
             if opcode == OP_BINARY:
-                raise FrameRejected(f"binary frame of {len(data)} bytes ignored", preview=data[:200], binary=True)
+                return data
             # a pong: nothing to do
 
     def has_buffered_data(self) -> bool:

@@ -170,8 +170,6 @@ class FakeDaemon:
             except TransportClosed as exc:  # the close frame of the fake's own close() is no peer close
                 mine = connection.close_code is not None or connection.dropped
                 raise SocketClosed(None if mine else exc.code, exc.reason) from None
-            except TransportError:
-                return b""  # the memory transport reports a client binary frame this way
 
         with self._lock:  # no blocking I/O below; close() cannot miss the new thread
             if self._closed or self.core.refusing():
