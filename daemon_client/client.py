@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from daemon_client.agents import AgentsNamespace
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
+    from daemon_client.terminals import TerminalsNamespace
     from daemon_client.workspaces import WorkspacesNamespace
 
 
@@ -167,6 +168,11 @@ class Client:
     def projects(self) -> ProjectsNamespace:
         """The project list, its updates and a live cache."""
         return self._namespaces.projects()
+
+    @property
+    def terminals(self) -> TerminalsNamespace:
+        """The daemon's terminals: create, list, follow; handles with input, capture and live output."""
+        return self._namespaces.terminals()
 
     # ------------------------------------------------------------------ lifecycle
     def connect(self, timeout: float | None = None) -> ServerInfo:

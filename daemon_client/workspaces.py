@@ -6,8 +6,8 @@ timeout; handle state and listeners are updated on the callback thread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -30,6 +30,9 @@ from daemon_client.protocol.directory import (
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
+
+if TYPE_CHECKING:
+    from daemon_client.terminals import TerminalsNamespace, WorkspaceTerminals
 
 WorkspaceMessage = DirectoryMessage[WorkspaceUpdate]
 WorkspaceObservation = DirectoryObservation[WorkspaceListResult]
@@ -97,6 +100,12 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
         """Archive this workspace; returns ``archivedAt``."""
         return self._workspaces.archive(self.id, timeout=timeout)
 
+    @property
+    def terminals(self) -> WorkspaceTerminals:
+        """This workspace's terminals (``create``, ``list``, ``subscribe``); needs a host with
+        ``features.workspaceTerminals``."""
+        return self._workspaces.terminals_of(self)
+
     def __repr__(self) -> str:
         return f"<WorkspaceHandle {self.id} {self.status or 'unknown'}>"
 
@@ -110,8 +119,18 @@ class WorkspacesNamespace(
         self,
         context: ClientContext,
         manager: DirectoryManager[WorkspaceListResult, WorkspaceMessage, WorkspaceDescriptor],
+        terminals: Callable[[], TerminalsNamespace] | None = None,
     ) -> None:
         super().__init__(context, manager)
+        self._terminals = terminals
+
+    def terminals_of(self, workspace: WorkspaceHandle) -> WorkspaceTerminals:
+        """The terminal calls of one workspace (``workspace.terminals``)."""
+        from daemon_client.terminals import WorkspaceTerminals
+
+        if self._terminals is None:
+            raise RuntimeError("this workspaces namespace was built without terminals")
+        return WorkspaceTerminals(self._terminals(), workspace)
 
     def list(
         self,

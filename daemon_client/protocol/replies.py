@@ -75,6 +75,11 @@ _TIMEOUTS: dict[str, float] = {
     "list_provider_modes_request": 90.0,
     "refresh_providers_snapshot_request": 120.0,
     "provider_diagnostic_request": 180.0,
+    "create_terminal_request": 10.0,
+    "list_terminals_request": 10.0,
+    "capture_terminal_request": 10.0,
+    "kill_terminal_request": 10.0,
+    "subscribe_terminal_request": 10.0,
 }
 
 

@@ -47,6 +47,8 @@ from daemon_client.testing.fake.loopback import LoopbackFrontend
 from daemon_client.testing.fake.projects import FakeProjects
 from daemon_client.testing.fake.providers import FakeProviders
 from daemon_client.testing.fake.runs.runs import FakeRuns
+from daemon_client.testing.fake.terminals import handlers as terminal_handlers
+from daemon_client.testing.fake.terminals.store import FakeTerminal, FakeTerminals, TerminalInput
 from daemon_client.testing.fake.timeline.store import FakeTimeline, TimelineSubscription
 from daemon_client.transport.base import TransportClosed, TransportError
 from daemon_client.transport.memory import MemoryServerEnd, MemoryTransport
@@ -65,6 +67,8 @@ __all__ = [
     "FakeProjects",
     "FakeProviders",
     "FakeRuns",
+    "FakeTerminal",
+    "FakeTerminals",
     "FakeTimeline",
     "FramePredicate",
     "Handler",
@@ -73,6 +77,7 @@ __all__ = [
     "RequestContext",
     "RequestSchema",
     "Session",
+    "TerminalInput",
     "TimelineSubscription",
     "WorkspaceStore",
     "register_extension",
@@ -136,6 +141,9 @@ class FakeDaemon:
         self.projects = FakeProjects(self.core, self.events)
         """Projects, ``project.update`` and ``project.list.request`` on projectList hosts (fake_projects)."""
         self.projects.install(self.registry)
+        self.terminals = FakeTerminals(self.core)
+        """Terminals with scripted shells, stream slots, binary frames, faults (fake terminals)."""
+        terminal_handlers.install(self.registry, self.terminals)
         self._loopback = LoopbackFrontend(self.core)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []

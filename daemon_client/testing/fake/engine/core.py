@@ -55,6 +55,7 @@ DEFAULT_FEATURES: Mapping[HostKind, Mapping[str, bool]] = {
         "providersSnapshotCwd": True,
         "workspaceMultiplicity": True,
         "directorySync": True,
+        "workspaceTerminals": True,
     },
     HostKind.SELECTIVE: {
         "selectiveAgentTimeline": True,
