@@ -148,11 +148,16 @@ class TerminalDirectoryManager:
         self._lock = threading.Lock()
         self._subs: list[TerminalDirectorySubscription] = []
         self._connected = False
+        self._disposed = False
 
     # -------------------------------------------------------------- caller thread
     def add(self, sub: TerminalDirectorySubscription) -> TerminalDirectorySubscription:
-        """Register and ask now, or at the next handshake."""
+        """Register and ask now, or at the next handshake (after ``close()``: fails at once)."""
         with self._lock:
+            if self._disposed:
+                sub.state = DirectoryState.RELEASED
+                sub.ready.set_exception(ClientClosed())
+                return sub
             self._subs.append(sub)
             ask = self._connected
             if ask:
@@ -252,6 +257,7 @@ class TerminalDirectoryManager:
         """After ``close()``: fail pending ``ready`` futures and detach every handler."""
         with self._lock:
             subs, self._subs = self._subs, []
+            self._disposed = True
         for sub in subs:
             sub.state = DirectoryState.RELEASED
             if not sub.ready.done():

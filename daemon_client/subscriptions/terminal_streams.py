@@ -213,12 +213,19 @@ class TerminalStreamManager:
         self._streams: list[TerminalStream] = []
         self._feeds: dict[int, _Feed] = {}  # copy-on-write: read by the reader thread without the lock
         self._connected = False
+        self._disposed = False
         self._orphans: set[str] = set()  # released while disconnected: unsubscribed at the next handshake
 
     # -------------------------------------------------------------- caller thread
     def add(self, stream: TerminalStream) -> TerminalStream:
-        """Register a stream and subscribe now, or at the next handshake."""
+        """Register a stream and subscribe now, or at the next handshake (after ``close()``: it
+        fails at once)."""
         with self._lock:
+            if self._disposed:
+                stream.state = StreamState.RELEASED
+                stream.reader.end(lambda output: ClientClosed())
+                stream.ready.set_exception(ClientClosed())
+                return stream
             self._streams.append(stream)
             connected = self._connected
             if connected:
@@ -442,6 +449,7 @@ class TerminalStreamManager:
         with self._lock:
             streams, self._streams = self._streams, []
             self._feeds = {}
+            self._disposed = True
         closed = ClientClosed()
         for stream in streams:
             stream.state = StreamState.RELEASED
