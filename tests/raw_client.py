@@ -276,7 +276,7 @@ class RawClient(_Closing):
         self._socket.send_text(frame if isinstance(frame, str) else json.dumps(frame))
 
     def send_binary(self, data: bytes) -> None:
-        """Send a binary frame (loopback only: skips the test in memory)."""
+        """Send a binary frame."""
         self._socket.send_binary(data)
 
     def send_session(self, message_type: str, **fields: Any) -> None:
