@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from daemon_client.agent_create import AgentConfig
+from daemon_client.cli.attach import add_attach_command
 from daemon_client.cli.render import (
     LiveAgents,
     MessagePrinter,
@@ -27,6 +28,7 @@ from daemon_client.cli.render import (
     to_json,
     workspaces_table,
 )
+from daemon_client.cli.terminals import add_terminal_commands
 from daemon_client.client import Client
 from daemon_client.errors import (
     AuthenticationError,
@@ -290,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     workspaces.add_argument("--watch", action="store_true")
     projects = command("projects", "list projects (--watch: follow updates; needs a current daemon)", cmd_projects)
     projects.add_argument("--watch", action="store_true")
+    add_terminal_commands(sub, _connection_args, _client)
+    add_attach_command(sub, _connection_args, _client)
     return parser
 
 
