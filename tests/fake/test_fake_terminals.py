@@ -52,6 +52,12 @@ def test_the_shell_edits_sleeps_and_exits() -> None:
     assert shell.feed("\r") == [("output", "\r\nfake-sh: ac: command not found\r\n" + PROMPT)]
     assert shell.feed("sleep 9\r") == [("output", "sleep 9\r\n")]
     assert shell.feed("typed ahead\x03") == [("output", "typed ahead^C\r\n" + PROMPT)]
+    assert shell.status == 130  # interrupted
+    assert shell.feed("false; echo $?; nope; echo $?\r") == [
+        ("output", "false; echo $?; nope; echo $?\r\n1\r\nfake-sh: nope: command not found\r\n127\r\n" + PROMPT)
+    ]
+    assert shell.feed("echo a; sleep 1; echo b\r") == [("output", "echo a; sleep 1; echo b\r\na\r\n")]
+    assert shell.feed("\x03") == [("output", "^C\r\n" + PROMPT)]  # the rest of the line is dropped
     assert shell.feed("title build\r") == [("title", "build"), ("output", "title build\r\n" + PROMPT)]
     assert shell.title == "build"
     assert shell.resize(5, 10) == []  # the current size: nothing

@@ -4,15 +4,19 @@ screen. No process runs: input is interpreted here, output is produced at once, 
 The shell echoes what is typed (like a tty), shows the prompt ``fake$ `` (in bold), and knows:
 
 ==================  ===========================================================================
-``echo TEXT``       prints ``TEXT``
+``echo TEXT``       prints ``TEXT`` (``$?`` is the last command's exit status)
 ``color TEXT``      prints ``TEXT`` in red (an SGR sequence around it)
 ``seq N``           prints 1 to N (N ≤ 10000), **one Output frame per line** (a long stream)
-``sleep ...``       prints nothing and shows no prompt until ``C-c`` (``^C``, then the prompt)
+``true``/``false``  exit status 0 / 1
+``sleep ...``       prints nothing and shows no prompt until ``C-c`` (``^C``, then the prompt;
+                    status 130)
 ``title TEXT``      sets the terminal's title (``terminals_changed``)
 ``clear``           clears the screen (as ``C-l``)
 ``exit``            ends the shell (as ``C-d`` at an empty prompt, which also prints ``exit``)
-anything else       ``fake-sh: NAME: command not found``
+anything else       ``fake-sh: NAME: command not found`` (status 127)
 ==================  ===========================================================================
+
+Commands separated by ``;`` run one after the other on one line.
 
 ``BSpace`` (DEL) erases a character, other escape sequences typed are ignored. A resize
 redraws the prompt line (``\\r ESC[K`` and the prompt), as bash does; a resize to the current
@@ -49,6 +53,8 @@ class ScriptedShell:
         self.cols = cols
         self.title = title
         self.exited = False
+        self.status = 0
+        """The exit status of the last command (``$?``)."""
         self._line = ""  # typed, not yet entered
         self._sleeping = False
         self._escape = ""  # an escape sequence being typed
@@ -76,6 +82,8 @@ class ScriptedShell:
                     self._escape = ""  # a whole sequence typed (arrows ...): ignored
                 continue
             if char == "\x03":  # C-c
+                if self._sleeping:
+                    self.status = 130
                 self._line, self._sleeping = "", False
                 pending += "^C\r\n" + PROMPT
             elif self._sleeping:
@@ -100,34 +108,48 @@ class ScriptedShell:
         return events
 
     def _run(self, line: str, events: list[Event], pending: str) -> str:
-        """Run one entered line; returns the output still to send (after ``pending``)."""
-        name, _, rest = line.strip().partition(" ")
-        rest = rest.strip()
-        if not name:
-            return pending + PROMPT
+        """Run one entered line (commands separated by ``;``); returns the output still to send
+        (after ``pending``)."""
+        for command in line.split(";"):
+            name, _, rest = command.strip().partition(" ")
+            rest = rest.strip().replace("$?", str(self.status))
+            if not name:
+                continue
+            if name == "sleep":
+                self._sleeping = True  # the rest of the line is dropped, as after C-c
+                return pending
+            if name == "exit":
+                self._emit(events, pending)
+                self._exit(events)
+                return ""
+            pending = self._command(name, rest, events, pending)
+        return pending + PROMPT
+
+    def _command(self, name: str, rest: str, events: list[Event], pending: str) -> str:
+        self.status = 0
         if name == "echo":
-            return pending + rest + "\r\n" + PROMPT
+            return pending + rest + "\r\n"
         if name == "color":
-            return pending + f"\x1b[31m{rest}\x1b[0m\r\n" + PROMPT
-        if name == "seq" and rest.isdigit() and int(rest) <= MAX_SEQ:
+            return pending + f"\x1b[31m{rest}\x1b[0m\r\n"
+        if name in ("true", "false"):
+            self.status = int(name == "false")
+            return pending
+        if name == "seq":
+            if not rest.isdigit() or int(rest) > MAX_SEQ:
+                self.status = 1
+                return pending + f"seq: invalid argument: {rest!r}\r\n"
             self._emit(events, pending)
             for number in range(1, int(rest) + 1):
                 self._emit(events, f"{number}\r\n")
-            return PROMPT
-        if name == "sleep":
-            self._sleeping = True
-            return pending
+            return ""
         if name == "title":
             self.title = rest
             events.append(("title", rest))
-            return pending + PROMPT
+            return pending
         if name == "clear":
-            return pending + "\x1b[H\x1b[2J" + PROMPT
-        if name == "exit":
-            self._emit(events, pending)
-            self._exit(events)
-            return ""
-        return pending + f"fake-sh: {name}: command not found\r\n" + PROMPT
+            return pending + "\x1b[H\x1b[2J"
+        self.status = 127
+        return pending + f"fake-sh: {name}: command not found\r\n"
 
     def _exit(self, events: list[Event]) -> None:
         self.exited = True
