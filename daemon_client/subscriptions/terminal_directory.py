@@ -122,7 +122,7 @@ class TerminalDirectorySubscription:
         where = self.key.cwd if self.key.workspace_id is None else f"workspace {self.key.workspace_id}"
         return f"<TerminalDirectorySubscription {where} {self.state.value}>"
 
-    def deliver(self, changed: Memo[TerminalsChanged]) -> None:
+    def _deliver(self, changed: Memo[TerminalsChanged]) -> None:
         """Callback thread: one list routed to this subscription."""
         if self.state is DirectoryState.RELEASED:
             return
@@ -206,7 +206,7 @@ class TerminalDirectoryManager:
         memo: Memo[TerminalsChanged] = Memo(lambda: parse_terminals_changed(payload))
         post = self.dispatcher.post
         for sub in targets:
-            post(lambda sub=sub: sub.deliver(memo))  # type: ignore[misc]
+            post(lambda sub=sub: sub._deliver(memo))  # type: ignore[misc]
         for sub in first:
             if not sub.ready.done():
                 post(lambda sub=sub: self._resolve_ready(sub, memo))  # type: ignore[misc]

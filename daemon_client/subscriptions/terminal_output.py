@@ -55,11 +55,16 @@ class OutputReader:
                 return
             self._chunks.append(text)
             self._queued += len(text)
+            excess = self._queued + len(self._pending) - self._limit
             dropped = 0
-            while self._queued + len(self._pending) > self._limit and len(self._chunks) > 1:
-                oldest = self._chunks.popleft()
-                self._queued -= len(oldest)
-                dropped += len(oldest)
+            if excess > 0:  # the oldest unread text goes first: what expect() holds, then queued chunks
+                cut = min(excess, len(self._pending))
+                self._pending = self._pending[cut:]
+                dropped = cut
+                while dropped < excess and len(self._chunks) > 1:
+                    oldest = self._chunks.popleft()
+                    self._queued -= len(oldest)
+                    dropped += len(oldest)
             first = dropped and not self.dropped
             self.dropped += dropped
             self._changed.notify_all()
@@ -155,7 +160,10 @@ class OutputReader:
         return found
 
     def _visible_locked(self, strip: bool) -> str:
-        return strip_ansi(self._pending) if strip else self._pending
+        if not strip:
+            return self._pending
+        cut = incomplete_escape_at(self._pending)
+        return strip_ansi(self._pending if cut is None else self._pending[:cut])
 
 
 def exited(name: str) -> Ended:

@@ -99,19 +99,25 @@ class TerminalStream:
         self.state = StreamState.PENDING
         self.slot: int | None = None
         """The daemon's slot for this terminal on the current connection (``None`` when not live)."""
-        self.ever_ready = False
+        self._ever_ready = False
         self.ready: Future[int] = CallbackFuture(manager.dispatcher.post)
         """Resolves to the first slot; fails if the daemon refuses or the client closes."""
         self._on_output = on_output
         self._on_snapshot = on_snapshot
         self._on_exit = on_exit
         self._on_error = on_error
-        self.snapshot_memo: Memo[TerminalState] | None = None
-        self.reader = OutputReader(f"terminal {terminal_id}", buffer_limit)
+        self._snapshot_memo: Memo[TerminalState] | None = None
+        self._reader = OutputReader(f"terminal {terminal_id}", buffer_limit)
 
     @property
     def released(self) -> bool:
         return self.state is StreamState.RELEASED
+
+    @property
+    def dropped(self) -> int:
+        """Characters of output dropped because ``output()``/``expect()`` did not read them before
+        ``buffer_limit`` was reached (callbacks got them all)."""
+        return self._reader.dropped
 
     @property
     def exited(self) -> bool:
@@ -121,7 +127,7 @@ class TerminalStream:
     @property
     def screen(self) -> TerminalState | None:
         """The last snapshot received (parsed on first use, at most once); ``None`` before any."""
-        memo = self.snapshot_memo
+        memo = self._snapshot_memo
         if memo is None:
             return None
         try:
@@ -136,7 +142,7 @@ class TerminalStream:
         (``None``: no limit); the iteration ends when nothing arrived in time, or once the
         terminal exited, the stream was released or the client closed and everything received
         was read."""
-        return self.reader.chunks(timeout)
+        return self._reader.chunks(timeout)
 
     def expect(
         self, pattern: str | re.Pattern[str], timeout: float | None = 30.0, *, strip_ansi: bool = True
@@ -147,7 +153,7 @@ class TerminalStream:
         ``timeout`` seconds, :class:`~daemon_client.TerminalExited` if the terminal ends first
         (``SubscriptionReleased``/``ClientClosed`` if the stream ends so); the unmatched text is
         the exception's ``output``."""
-        return self.reader.expect(pattern, timeout, strip=strip_ansi)
+        return self._reader.expect(pattern, timeout, strip=strip_ansi)
 
     def release(self) -> None:
         """Stop streaming (nothing to wait for: the daemon does not answer). Harmless twice."""
@@ -166,11 +172,11 @@ class TerminalStream:
         return f"<TerminalStream {self.terminal_id} slot={self.slot} {self.state.value}>"
 
     # ------------------------------------------------------------------ callback-thread jobs
-    def deliver_output(self, text: str) -> None:
+    def _deliver_output(self, text: str) -> None:
         if self._on_output is not None and self.state is not StreamState.RELEASED:
             self._manager.dispatcher.invoke(self._on_output, text)
 
-    def deliver_snapshot(self, memo: Memo[TerminalState]) -> None:
+    def _deliver_snapshot(self, memo: Memo[TerminalState]) -> None:
         if self._on_snapshot is None or self.state is StreamState.RELEASED:
             return
         try:
@@ -180,11 +186,11 @@ class TerminalStream:
             return
         self._manager.dispatcher.invoke(self._on_snapshot, state)
 
-    def deliver_exit(self) -> None:
+    def _deliver_exit(self) -> None:
         if self._on_exit is not None and self.state is not StreamState.RELEASED:
             self._manager.dispatcher.invoke(self._on_exit)
 
-    def deliver_error(self, error: BaseException) -> None:
+    def _deliver_error(self, error: BaseException) -> None:
         if self._on_error is not None:
             self._manager.dispatcher.invoke(self._on_error, error)
 
@@ -223,7 +229,7 @@ class TerminalStreamManager:
         with self._lock:
             if self._disposed:
                 stream.state = StreamState.RELEASED
-                stream.reader.end(lambda output: ClientClosed())
+                stream._reader.end(lambda output: ClientClosed())
                 stream.ready.set_exception(ClientClosed())
                 return stream
             self._streams.append(stream)
@@ -252,12 +258,12 @@ class TerminalStreamManager:
             self._unroute_locked(stream)
             last = previous is StreamState.LIVE and not self._others_locked(stream.terminal_id)
             connected = self._connected
-        stream.reader.end(lambda output: SubscriptionReleased("the terminal stream was released"))
+        stream._reader.end(lambda output: SubscriptionReleased("the terminal stream was released"))
         if not stream.ready.done():
             stream.ready.set_exception(SubscriptionReleased("the terminal stream was released before it was ready"))
         if last and connected:
             self._unsubscribe(stream.terminal_id)
-        elif previous is not StreamState.PENDING or not stream.ever_ready:
+        elif previous is not StreamState.PENDING or not stream._ever_ready:
             return
         else:
             with self._lock:
@@ -304,7 +310,7 @@ class TerminalStreamManager:
             self._back_to_pending(stream)  # tried again after the next handshake
             return
         error = error or ProtocolError("no answer to the terminal subscription")
-        if stream.ever_ready and NOT_FOUND in str(error):
+        if stream._ever_ready and NOT_FOUND in str(error):
             self._ended(stream)  # gone while the connection was down: it exited meanwhile
             return
         self._failed(stream, error)
@@ -326,8 +332,8 @@ class TerminalStreamManager:
             self._unsubscribe(stream.terminal_id)  # released while subscribing: free the slot
         if released:
             return
-        if not stream.ever_ready:
-            stream.ever_ready = True
+        if not stream._ever_ready:
+            stream._ever_ready = True
             stream.ready.set_result(slot)
 
     def _failed(self, stream: TerminalStream, error: BaseException) -> None:
@@ -338,11 +344,11 @@ class TerminalStreamManager:
             if stream in self._streams:
                 self._streams.remove(stream)
             self._unroute_locked(stream)
-        stream.reader.end(lambda output: error)
+        stream._reader.end(lambda output: error)
         if not stream.ready.done():
             stream.ready.set_exception(error)
         else:
-            self.dispatcher.post(lambda: stream.deliver_error(error))
+            self.dispatcher.post(lambda: stream._deliver_error(error))
             self._link.establishment_failed(repr(stream), error, owned=False)
 
     def _ended(self, stream: TerminalStream) -> None:
@@ -353,8 +359,8 @@ class TerminalStreamManager:
             if stream in self._streams:
                 self._streams.remove(stream)
             self._unroute_locked(stream)
-        stream.reader.end(exited(f"terminal {stream.terminal_id}"))
-        self.dispatcher.post(stream.deliver_exit)
+        stream._reader.end(exited(f"terminal {stream.terminal_id}"))
+        self.dispatcher.post(stream._deliver_exit)
 
     def _unroute_locked(self, stream: TerminalStream) -> None:
         slot, stream.slot = stream.slot, None
@@ -388,8 +394,8 @@ class TerminalStreamManager:
             text = decode_output(frame.payload)
             feed.output_since = True
             for stream in feed.streams:
-                stream.reader.push(text)
-                post(lambda stream=stream: stream.deliver_output(text))  # type: ignore[misc]
+                stream._reader.push(text)
+                post(lambda stream=stream: stream._deliver_output(text))  # type: ignore[misc]
             return True
         payload = frame.payload
         if feed.memo is None or payload != feed.last_snapshot:
@@ -398,10 +404,10 @@ class TerminalStreamManager:
         memo, fresh = feed.memo, feed.output_since
         feed.output_since = False
         for stream in feed.streams:
-            if stream.snapshot_memo is memo and not fresh:
+            if stream._snapshot_memo is memo and not fresh:
                 continue  # a byte-identical repeat with nothing in between
-            stream.snapshot_memo = memo
-            post(lambda stream=stream: stream.deliver_snapshot(memo))  # type: ignore[misc]
+            stream._snapshot_memo = memo
+            post(lambda stream=stream: stream._deliver_snapshot(memo))  # type: ignore[misc]
         return True
 
     def route_exit(self, message: SessionMessage) -> None:
@@ -453,10 +459,10 @@ class TerminalStreamManager:
         closed = ClientClosed()
         for stream in streams:
             stream.state = StreamState.RELEASED
-            stream.reader.end(lambda output: closed)
+            stream._reader.end(lambda output: closed)
             if not stream.ready.done():
                 stream.ready.set_exception(closed)
-            self.dispatcher.post(lambda stream=stream: stream.deliver_error(closed))  # type: ignore[misc]
+            self.dispatcher.post(lambda stream=stream: stream._deliver_error(closed))  # type: ignore[misc]
 
     def streams(self) -> list[TerminalStream]:
         """The streams not released, ended or failed (a copy)."""

@@ -222,7 +222,7 @@ def test_the_output_buffer_is_bounded(connected: Connected, caplog) -> None:
     stream = terminal.stream(buffer_limit=40)
     terminal.write("seq 200\r")
     stream.expect("200\r\n")
-    assert stream.reader.dropped > 0
+    assert stream.dropped > 0
     assert "unread output over 40 characters" in caplog.text
 
 
