@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 import daemon_client as dc
 from daemon_client.subscriptions import terminal_streams
 from daemon_client.testing import FakeDaemon, RecordingHandler
+from daemon_client.testing.fake.engine.handlers import RequestContext
 
 from ..conftest import TRANSPORTS
 
@@ -399,3 +401,34 @@ def test_a_failed_restore_is_reported(connected: Connected) -> None:
     with pytest.raises(dc.RpcError):
         stream.expect("x", timeout=1)
     assert not stream.exited
+
+
+def test_a_stream_released_while_subscribing_frees_its_slot(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    answer = threading.Event()
+    subscribe = fake.registry.handler_for("subscribe_terminal_request")
+    assert subscribe is not None
+
+    def late(ctx: RequestContext) -> None:
+        answer.wait(10)  # held until the client gave up and released the stream
+        subscribe(ctx)
+
+    fake.on_request("subscribe_terminal_request", late)
+    with pytest.raises(dc.RequestTimeout, match=r"did not start within 0\.2 s"):
+        terminal.stream(timeout=0.2)
+    answer.set()
+    frame = fake.wait_for_frame("unsubscribe_terminal_request")
+    assert frame["message"]["terminalId"] == terminal.id
+    _settle(client)
+    assert fake.terminals.slots(fake.sessions[client.client_id]) == {}
+
+
+def test_an_unusable_slot_is_a_protocol_error(connected: Connected) -> None:
+    fake, client = connected()
+    fake.on_request(
+        "subscribe_terminal_request", lambda ctx: ctx.reply({"terminalId": "t1", "slot": 300, "error": None})
+    )
+    with pytest.raises(dc.ProtocolError, match="unusable slot 300"):
+        client.terminals.ref("t1").stream()
+    assert client.terminals.ref("t1").write("x") == 1  # no slot: sent as terminal_input

@@ -284,13 +284,18 @@ def test_two_subscriptions_of_one_directory_share_the_server_side(connected: Con
     two = client.terminals.subscribe(second, cwd=CWD)
     one.ready.result(5)
     two.ready.result(5)
-    one.release()
+    assert (one.cwd, one.workspace_id, one.released) == (CWD, None, False)
+    assert repr(one) == f"<TerminalDirectorySubscription {CWD} live>"
+    one()  # calling it releases it
+    assert one.released
     _settle(client)
     assert _sent(fake, "unsubscribe_terminals_request") == []  # the other still listens
     client.terminals.create(cwd=CWD)
     second.wait_for(predicate=lambda c: len(c.terminals) == 1)
     assert all(c.terminals == () for c in first.items)
-    two.release()
+    with two:
+        pass  # leaving the block releases it
+    assert two.released
     _settle(client)
     assert len(_sent(fake, "unsubscribe_terminals_request")) == 1
 
