@@ -182,7 +182,8 @@ class TerminalHandle:
                 on_exit=on_exit,
                 on_error=on_error,
                 buffer_limit=buffer_limit,
-            )
+            ),
+            timeout,
         )
         wait = control_timeout(SUBSCRIBE_REQUEST) if timeout is None else timeout
         try:

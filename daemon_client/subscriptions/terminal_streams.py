@@ -37,6 +37,7 @@ from daemon_client.errors import (
     DaemonClientError,
     NotConnected,
     ProtocolError,
+    RequestTimeout,
     SubscriptionReleased,
     error_in_reply,
 )
@@ -223,9 +224,9 @@ class TerminalStreamManager:
         self._orphans: set[str] = set()  # released while disconnected: unsubscribed at the next handshake
 
     # -------------------------------------------------------------- caller thread
-    def add(self, stream: TerminalStream) -> TerminalStream:
-        """Register a stream and subscribe now, or at the next handshake (after ``close()``: it
-        fails at once)."""
+    def add(self, stream: TerminalStream, timeout: float | None = None) -> TerminalStream:
+        """Register a stream and subscribe now (the request waits up to ``timeout``, default the
+        family's), or at the next handshake (after ``close()``: it fails at once)."""
         with self._lock:
             if self._disposed:
                 stream.state = StreamState.RELEASED
@@ -237,7 +238,7 @@ class TerminalStreamManager:
             if connected:
                 stream.state = StreamState.ESTABLISHING
         if connected:
-            self._establish(stream, direct=False)
+            self._establish(stream, direct=False, timeout=timeout)
         return stream
 
     def slot_for(self, terminal_id: str) -> int | None:
@@ -278,11 +279,11 @@ class TerminalStreamManager:
             self._send({"type": UNSUBSCRIBE_MESSAGE, "terminalId": terminal_id}, direct=direct)
 
     # -------------------------------------------------------------- establishment
-    def _establish(self, stream: TerminalStream, *, direct: bool) -> None:
+    def _establish(self, stream: TerminalStream, *, direct: bool, timeout: float | None = None) -> None:
         try:
             self._link.submit(
                 {"type": SUBSCRIBE_REQUEST, "terminalId": stream.terminal_id},
-                control_timeout(SUBSCRIBE_REQUEST),
+                control_timeout(SUBSCRIBE_REQUEST) if timeout is None else timeout,
                 direct=direct,
                 on_settle=lambda payload, error: self._acked(stream, payload, error),
             )
@@ -344,6 +345,9 @@ class TerminalStreamManager:
             if stream in self._streams:
                 self._streams.remove(stream)
             self._unroute_locked(stream)
+            orphan = isinstance(error, RequestTimeout) and not self._others_locked(stream.terminal_id)
+        if orphan:  # the daemon may still give it a slot: free it (harmless if it does not)
+            self._unsubscribe(stream.terminal_id)
         stream._reader.end(lambda output: error)
         if not stream.ready.done():
             stream.ready.set_exception(error)

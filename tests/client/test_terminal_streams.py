@@ -403,22 +403,46 @@ def test_a_failed_restore_is_reported(connected: Connected) -> None:
     assert not stream.exited
 
 
-def test_a_stream_released_while_subscribing_frees_its_slot(connected: Connected) -> None:
-    fake, client = connected("broadcast")
-    terminal = client.terminals.create(cwd=CWD)
+def _held_subscriptions(fake: FakeDaemon) -> threading.Event:
+    """Hold every later ``subscribe_terminal_request`` until the returned event is set."""
     answer = threading.Event()
     subscribe = fake.registry.handler_for("subscribe_terminal_request")
     assert subscribe is not None
 
     def late(ctx: RequestContext) -> None:
-        answer.wait(10)  # held until the client gave up and released the stream
+        answer.wait(10)
         subscribe(ctx)
 
     fake.on_request("subscribe_terminal_request", late)
-    with pytest.raises(dc.RequestTimeout, match=r"did not start within 0\.2 s"):
+    return answer
+
+
+def test_a_subscription_that_timed_out_frees_its_slot(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    answer = _held_subscriptions(fake)
+    with pytest.raises(dc.RequestTimeout, match=r"got no reply within 0\.2 s"):
         terminal.stream(timeout=0.2)
-    answer.set()
+    answer.set()  # the daemon gives it a slot after all; the unsubscribe sent meanwhile frees it
     frame = fake.wait_for_frame("unsubscribe_terminal_request")
+    assert frame["message"]["terminalId"] == terminal.id
+    _settle(client)
+    assert fake.terminals.slots(fake.sessions[client.client_id]) == {}
+
+
+def test_a_stream_released_while_it_is_restored_frees_its_slot(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    stream = terminal.stream()
+    answer = _held_subscriptions(fake)
+    states = _reconnected(client)
+    mark = len(fake.received)
+    fake.drop_connections()
+    states.wait_for(predicate=lambda change: change[2] == "reconnected")
+    fake.wait_for_frame("subscribe_terminal_request", since=mark)  # held by the fake
+    stream.release()
+    answer.set()
+    frame = fake.wait_for_frame("unsubscribe_terminal_request", since=mark)
     assert frame["message"]["terminalId"] == terminal.id
     _settle(client)
     assert fake.terminals.slots(fake.sessions[client.client_id]) == {}
