@@ -329,16 +329,13 @@ def test_unknown_opcodes_slots_and_families_are_ignored(connected: Connected, ca
     stream = terminal.stream(on_output=outputs, on_snapshot=snapshots)
     snapshots.wait_for()
     caplog.clear()
-    for junk in [
-        bytes([0x05, 0]) + b'{"mode":"live"}',  # Restore (newest): tolerated, ignored
-        bytes([0x10, 0]) + b"file-begin",  # file transfer family
-        bytes([0x7F, 0]) + b"future opcode",
-        bytes([0x01]),  # too short to be a terminal frame
-        b"",
-        bytes([0x01, 9]) + b"a slot nobody holds",
-        bytes([0x04, 9]) + b"{}",
-        bytes([0x04, 0]) + b"not json",  # a broken snapshot: skipped, the stream lives on
-    ]:
+    fake.terminals.inject_frame(0x05, 0, b'{"mode":"live"}')  # Restore (newest): tolerated, ignored
+    fake.terminals.inject_frame(0x10, 0, b"file-begin")  # the file transfer family
+    fake.terminals.inject_frame(0x7F, 0, b"future opcode")
+    fake.terminals.inject_frame(0x01, 9, b"a slot nobody holds")
+    fake.terminals.inject_frame(0x04, 9, b"{}")
+    fake.terminals.inject_frame(0x04, 0, b"not json")  # a broken snapshot: skipped, the stream lives on
+    for junk in [bytes([0x01]), b""]:  # too short to be terminal frames
         fake.send_raw(junk, binary=True)
     terminal.write("echo fine\r")
     stream.expect(r"\nfine")
@@ -456,3 +453,17 @@ def test_an_unusable_slot_is_a_protocol_error(connected: Connected) -> None:
     with pytest.raises(dc.ProtocolError, match="unusable slot 300"):
         client.terminals.ref("t1").stream()
     assert client.terminals.ref("t1").write("x") == 1  # no slot: sent as terminal_input
+
+
+def test_a_process_that_ends_by_itself_ends_the_stream(connected: Connected) -> None:
+    fake, client = connected("selective", "loopback")
+    terminal = client.terminals.create(cwd=CWD)
+    lists = RecordingHandler[dc.TerminalsChanged]("lists")
+    client.terminals.subscribe(lists, cwd=CWD).ready.result(5)
+    exits = RecordingHandler[Any]("exits")
+    stream = terminal.stream(on_exit=exits)
+    fake.terminals.exit(terminal.id)
+    exits.wait_for()
+    lists.wait_for(predicate=lambda changed: changed.terminals == ())
+    assert stream.exited
+    assert terminal.refresh() is None

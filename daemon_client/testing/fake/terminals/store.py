@@ -366,6 +366,14 @@ class FakeTerminals:
         with self.lock:
             self._drops.append(_DropPlan(terminal_id, after))
 
+    def inject_frame(self, opcode: int, slot: int, payload: bytes = b"") -> None:
+        """Send the binary frame ``opcode | slot | payload`` to every handshaken connection, in order
+        with the terminal frames: an opcode or slot a client never asked for, say."""
+        frame = bytes((opcode, slot)) + payload
+        with self.lock:
+            ticket = self._outbox.enqueue_locked(_binary(self.core.connections(handshaken_only=True), frame))
+        self._outbox.drain(ticket)
+
     def send_snapshot(self, terminal_id: str) -> None:
         """Send a fresh Snapshot to every session streaming the terminal (a daemon-side reset)."""
         with self.lock:
