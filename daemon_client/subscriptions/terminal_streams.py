@@ -257,19 +257,16 @@ class TerminalStreamManager:
             if stream in self._streams:
                 self._streams.remove(stream)
             self._unroute_locked(stream)
-            last = previous is StreamState.LIVE and not self._others_locked(stream.terminal_id)
-            connected = self._connected
+            held = previous is StreamState.LIVE or (previous is StreamState.PENDING and stream._ever_ready)
+            orphan = held and not self._others_locked(stream.terminal_id)
+            now = orphan and previous is StreamState.LIVE and self._connected
+            if orphan and not now:  # the session may keep the slot: unsubscribe at the next handshake
+                self._orphans.add(stream.terminal_id)
         stream._reader.end(lambda output: SubscriptionReleased("the terminal stream was released"))
         if not stream.ready.done():
             stream.ready.set_exception(SubscriptionReleased("the terminal stream was released before it was ready"))
-        if last and connected:
+        if now:
             self._unsubscribe(stream.terminal_id)
-        elif previous is not StreamState.PENDING or not stream._ever_ready:
-            return
-        else:
-            with self._lock:
-                if not self._others_locked(stream.terminal_id):
-                    self._orphans.add(stream.terminal_id)  # the session may keep its slot
 
     def _others_locked(self, terminal_id: str) -> bool:
         return any(s.terminal_id == terminal_id and s.state in _ACTIVE for s in self._streams)
