@@ -28,6 +28,7 @@ from daemon_client.protocol import (
 )
 from daemon_client.protocol.codec import redact_hello, to_camel
 from daemon_client.protocol.hosts import HostKind, decide_host_kind
+from daemon_client.protocol.replies import is_reply
 
 from ..conftest import TRANSCRIPTS
 
@@ -216,3 +217,10 @@ def test_reply_naming_rule(request_type: str, reply_type: str, statuses: set[str
 )
 def test_host_kind_decision(features: dict[str, object], kind: HostKind) -> None:
     assert decide_host_kind(features) is kind
+
+
+def test_a_status_of_an_unexpected_shape_is_not_a_reply() -> None:
+    for odd in ([], {}, ["agent_created"], None, 3):
+        assert not is_reply("status", {"status": odd, "requestId": "r1"})
+        assert not reply_for("create_agent_request").matches("status", {"status": odd})
+    assert is_reply("status", {"status": "agent_created", "requestId": "r1"})
