@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from daemon_client.errors import ConnectionUnavailable as ConnectionUnavailable
     from daemon_client.errors import ConnectTimeout as ConnectTimeout
     from daemon_client.errors import DaemonClientError as DaemonClientError
+    from daemon_client.errors import ExpectTimeout as ExpectTimeout
     from daemon_client.errors import InsecureCredentials as InsecureCredentials
     from daemon_client.errors import MissingExtra as MissingExtra
     from daemon_client.errors import NotConnected as NotConnected
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from daemon_client.errors import RequestTimeout as RequestTimeout
     from daemon_client.errors import RpcError as RpcError
     from daemon_client.errors import SubscriptionReleased as SubscriptionReleased
+    from daemon_client.errors import TerminalExited as TerminalExited
     from daemon_client.errors import UnknownConfigKeys as UnknownConfigKeys
     from daemon_client.errors import UnsupportedByHost as UnsupportedByHost
     from daemon_client.errors import WouldDeadlock as WouldDeadlock
@@ -87,6 +89,13 @@ if TYPE_CHECKING:
     from daemon_client.protocol.providers import ProviderSnapshot as ProviderSnapshot
     from daemon_client.protocol.providers import ProviderSnapshotUpdate as ProviderSnapshotUpdate
     from daemon_client.protocol.providers import ThinkingOption as ThinkingOption
+    from daemon_client.protocol.terminals import TerminalCapture as TerminalCapture
+    from daemon_client.protocol.terminals import TerminalCell as TerminalCell
+    from daemon_client.protocol.terminals import TerminalCursor as TerminalCursor
+    from daemon_client.protocol.terminals import TerminalInfo as TerminalInfo
+    from daemon_client.protocol.terminals import TerminalList as TerminalList
+    from daemon_client.protocol.terminals import TerminalsChanged as TerminalsChanged
+    from daemon_client.protocol.terminals import TerminalState as TerminalState
     from daemon_client.protocol.timeline import AssistantMessage as AssistantMessage
     from daemon_client.protocol.timeline import AttentionRequired as AttentionRequired
     from daemon_client.protocol.timeline import Compaction as Compaction
@@ -123,8 +132,14 @@ if TYPE_CHECKING:
     from daemon_client.subscriptions.config import ConfigSubscription as ConfigSubscription
     from daemon_client.subscriptions.directory import DirectoryObservation as DirectoryObservation
     from daemon_client.subscriptions.events import EventSubscription as EventSubscription
+    from daemon_client.subscriptions.terminal_directory import (
+        TerminalDirectorySubscription as TerminalDirectorySubscription,
+    )
+    from daemon_client.subscriptions.terminal_streams import TerminalStream as TerminalStream
     from daemon_client.subscriptions.timeline import TimelineAck as TimelineAck
     from daemon_client.subscriptions.timeline import TimelineSubscription as TimelineSubscription
+    from daemon_client.terminal_handle import TerminalHandle as TerminalHandle
+    from daemon_client.terminals import WorkspaceTerminals as WorkspaceTerminals
     from daemon_client.timeline import AgentTimeline as AgentTimeline
     from daemon_client.timeline import TimelineStream as TimelineStream
     from daemon_client.transport.relay import RelayStats as RelayStats
@@ -169,6 +184,7 @@ _LAZY: dict[str, str] = {
     "EventSubscription": "daemon_client.subscriptions.events",
     "ForkAttachment": "daemon_client.protocol.agent_settings",
     "ForkContext": "daemon_client.protocol.agent_settings",
+    "ExpectTimeout": "daemon_client.errors",
     "Heartbeat": "daemon_client.config",
     "HostKind": "daemon_client.protocol.hosts",
     "InsecureCredentials": "daemon_client.errors",
@@ -214,6 +230,17 @@ _LAZY: dict[str, str] = {
     "SubscriptionReleased": "daemon_client.errors",
     "SubscriptionRestored": "daemon_client.protocol.timeline",
     "TargetKind": "daemon_client.discovery",
+    "TerminalCapture": "daemon_client.protocol.terminals",
+    "TerminalCell": "daemon_client.protocol.terminals",
+    "TerminalCursor": "daemon_client.protocol.terminals",
+    "TerminalDirectorySubscription": "daemon_client.subscriptions.terminal_directory",
+    "TerminalExited": "daemon_client.errors",
+    "TerminalHandle": "daemon_client.terminal_handle",
+    "TerminalInfo": "daemon_client.protocol.terminals",
+    "TerminalList": "daemon_client.protocol.terminals",
+    "TerminalState": "daemon_client.protocol.terminals",
+    "TerminalStream": "daemon_client.subscriptions.terminal_streams",
+    "TerminalsChanged": "daemon_client.protocol.terminals",
     "ThinkingOption": "daemon_client.protocol.providers",
     "ThreadStarted": "daemon_client.protocol.timeline",
     "TimelineAck": "daemon_client.subscriptions.timeline",
@@ -243,6 +270,7 @@ _LAZY: dict[str, str] = {
     "WorkspaceHandle": "daemon_client.workspaces",
     "WorkspaceListResult": "daemon_client.protocol.directory",
     "WorkspaceProjectDescriptor": "daemon_client.protocol.workspaces",
+    "WorkspaceTerminals": "daemon_client.terminals",
     "WorkspaceUpdate": "daemon_client.protocol.directory",
     "Worktree": "daemon_client.protocol.worktrees",
     "WorktreeArchive": "daemon_client.protocol.worktrees",

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from daemon_client.config_namespace import ConfigNamespace
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
+    from daemon_client.terminals import TerminalsNamespace
     from daemon_client.workspaces import WorkspacesNamespace
 
 
@@ -228,6 +229,11 @@ class Client:
     def config(self) -> ConfigNamespace:
         """The daemon's mutable configuration: ``get``, ``patch``, ``subscribe``."""
         return self._namespaces.config()
+
+    @property
+    def terminals(self) -> TerminalsNamespace:
+        """The daemon's terminals: create, list, follow; handles with input, capture and live output."""
+        return self._namespaces.terminals()
 
     # ------------------------------------------------------------------ lifecycle
     def connect(self, timeout: float | None = None) -> ServerInfo:

@@ -183,6 +183,25 @@ class SubscriptionReleased(DaemonClientError):
     """The subscription was released before it became ready."""
 
 
+class TerminalExited(DaemonClientError):
+    """A terminal's process ended (or the terminal was killed) before what was awaited arrived.
+
+    ``output`` is the text received and not matched.
+    """
+
+    def __init__(self, message: str, *, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
+
+
+class ExpectTimeout(DaemonClientError, TimeoutError):
+    """``expect()`` saw no match in time; ``output`` is the text received and not matched."""
+
+    def __init__(self, message: str, *, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
+
+
 class WouldDeadlock(DaemonClientError):
     """A wait on the callback thread for something only that thread can deliver.
 

@@ -1,5 +1,5 @@
-"""The client's namespaces (``agents``, ``workspaces``, ``providers``, ``projects``, ``config``), built
-on first use, and the subscription managers behind them.
+"""The client's namespaces (``agents``, ``workspaces``, ``providers``, ``projects``, ``config``,
+``terminals``), built on first use, and the subscription managers behind them.
 
 Part of the composition root: it wires each manager to the connection (one
 :class:`~daemon_client.subscriptions.lifecycle.SubscriptionLink`, its push routes, its
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from daemon_client.subscriptions.events import EventManager
     from daemon_client.subscriptions.lifecycle import LifecycleHooks, SubscriptionLink
     from daemon_client.subscriptions.timeline import TimelineManager
+    from daemon_client.terminals import TerminalsNamespace
     from daemon_client.workspaces import WorkspacesNamespace
 
 T = TypeVar("T")
@@ -113,7 +114,7 @@ class Namespaces:
         def build() -> WorkspacesNamespace:
             from daemon_client.workspaces import WORKSPACES, WorkspacesNamespace
 
-            return WorkspacesNamespace(self._context, self._directory(WORKSPACES), self.agents)
+            return WorkspacesNamespace(self._context, self._directory(WORKSPACES), self.agents, self.terminals)
 
         return self._get("workspaces", build)
 
@@ -145,6 +146,22 @@ class Namespaces:
             return ConfigNamespace(self._context, manager)
 
         return self._get("config", build)
+
+    def terminals(self) -> TerminalsNamespace:
+        def build() -> TerminalsNamespace:
+            from daemon_client.subscriptions.terminal_directory import UPDATE_TYPE, TerminalDirectoryManager
+            from daemon_client.subscriptions.terminal_streams import EXIT_PUSH, TerminalStreamManager
+            from daemon_client.terminals import TerminalsNamespace
+
+            send = self._connection.send_message
+            streams = TerminalStreamManager(self._link(), send)
+            self._attach(streams, {EXIT_PUSH: streams.route_exit})
+            self._connection.set_binary_router(streams.route_binary)
+            directory = TerminalDirectoryManager(self._link(), send)
+            self._attach(directory, {UPDATE_TYPE: directory.route})
+            return TerminalsNamespace(self._context, streams, directory, self.workspaces)
+
+        return self._get("terminals", build)
 
     def dispose(self) -> None:
         """After ``close()``: every manager built fails its pending work and detaches."""

@@ -44,6 +44,9 @@ from daemon_client.workspace_create import (
 if TYPE_CHECKING:
     from daemon_client.agents import AgentsNamespace
 
+if TYPE_CHECKING:
+    from daemon_client.terminals import TerminalsNamespace, WorkspaceTerminals
+
 WorkspaceMessage = DirectoryMessage[WorkspaceUpdate]
 WorkspaceObservation = DirectoryObservation[WorkspaceListResult]
 
@@ -121,6 +124,12 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
         and raise ``UnsupportedByHost``; ``accepted: false`` raises ``RpcError``."""
         return self._workspaces.set_title(self.id, title, timeout=timeout)
 
+    @property
+    def terminals(self) -> WorkspaceTerminals:
+        """This workspace's terminals (``create``, ``list``, ``subscribe``); needs a host with
+        ``features.workspaceTerminals``."""
+        return self._workspaces.terminals_of(self)
+
     def __repr__(self) -> str:
         return f"<WorkspaceHandle {self.id} {self.status or 'unknown'}>"
 
@@ -135,15 +144,25 @@ class WorkspacesNamespace(
         context: ClientContext,
         manager: DirectoryManager[WorkspaceListResult, WorkspaceMessage, WorkspaceDescriptor],
         agents: Callable[[], AgentsNamespace] | None = None,
+        terminals: Callable[[], TerminalsNamespace] | None = None,
     ) -> None:
         super().__init__(context, manager)
         self._agents = agents
+        self._terminals = terminals
 
     def _agents_namespace(self) -> AgentsNamespace:
         """``client.agents``, for workspace-scoped agent creation (``workspace.agents``)."""
         if self._agents is None:
             raise RuntimeError("this workspaces namespace was built without client.agents")
         return self._agents()
+
+    def terminals_of(self, workspace: WorkspaceHandle) -> WorkspaceTerminals:
+        """The terminal calls of one workspace (``workspace.terminals``)."""
+        from daemon_client.terminals import WorkspaceTerminals
+
+        if self._terminals is None:
+            raise RuntimeError("this workspaces namespace was built without terminals")
+        return WorkspaceTerminals(self._terminals(), workspace)
 
     def list(
         self,

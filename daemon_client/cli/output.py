@@ -82,6 +82,11 @@ class Output:
         except (ValueError, OSError):
             self._tty = False
 
+    @property
+    def stream(self) -> TextIO:
+        """The underlying stream, for commands that drive a terminal themselves (``attach``)."""
+        return self._stream
+
     def isatty(self) -> bool:
         return self._tty
 

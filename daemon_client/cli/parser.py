@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -43,11 +44,22 @@ class CliParser(argparse.ArgumentParser):
         """A subcommand's options may come between its positionals (``send AGENT --json PROMPT``)."""
         if self.subcommands or self._intermixing:
             return super().parse_known_args(args, namespace)
+        words = list(sys.argv[1:] if args is None else args)
+        tail: list[str] | None = None
+        if "--" in words:  # ``terminals new ... -- PROGRAM ARGS``: everything after it is the command
+            cut = words.index("--")
+            words, tail = words[:cut], words[cut + 1 :]
         self._intermixing = True
         try:
-            return self.parse_known_intermixed_args(args, namespace)
+            parsed, extras = self.parse_known_intermixed_args(words, namespace)
         finally:
             self._intermixing = False
+        if tail is not None:
+            if not hasattr(parsed, "command") or not isinstance(parsed.command, list):
+                extras = [*extras, "--", *tail]
+            else:
+                parsed.command = [*parsed.command, *tail]
+        return parsed, extras
 
     def _add_action(self, action: _ActionT) -> _ActionT:
         added = super()._add_action(action)

@@ -150,6 +150,11 @@ def decode_frame(text: str) -> InboundFrame:
     return UnknownMessage(obj)
 
 
+def loads(data: str | bytes) -> Any:
+    """Parse JSON text or UTF-8 bytes (orjson when installed); ``ValueError`` if it is not JSON."""
+    return _loads(data)  # type: ignore[arg-type]
+
+
 def encode(obj: Mapping[str, Any]) -> str:
     """Compact JSON text of a frame."""
     return _dumps(obj)

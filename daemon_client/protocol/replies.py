@@ -19,7 +19,10 @@ class ReplyMatcher:
     def matches(self, message_type: str, payload: dict[str, object]) -> bool:
         if message_type != self.type:
             return False
-        return self.statuses is None or payload.get("status") in self.statuses
+        if self.statuses is None:
+            return True
+        status = payload.get("status")
+        return isinstance(status, str) and status in self.statuses
 
 
 _EXCEPTIONS: dict[str, ReplyMatcher] = {
@@ -91,6 +94,11 @@ _TIMEOUTS: dict[str, float] = {
     "workspace.title.set.request": 15.0,
     "list_provider_features_request": 90.0,
     "provider.usage.list.request": 60.0,
+    "create_terminal_request": 10.0,
+    "list_terminals_request": 10.0,
+    "capture_terminal_request": 10.0,
+    "kill_terminal_request": 10.0,
+    "subscribe_terminal_request": 10.0,
 }
 
 
@@ -120,4 +128,5 @@ def is_reply(message_type: str, payload: dict[str, object]) -> bool:
     requests are dropped, pushes are delivered."""
     if message_type in _REPLY_TYPES or message_type.endswith(("_response", ".response", "/response")):
         return True
-    return message_type == "status" and payload.get("status") in _REPLY_STATUSES
+    status = payload.get("status")
+    return message_type == "status" and isinstance(status, str) and status in _REPLY_STATUSES

@@ -258,19 +258,26 @@ class Connection:
                 entry.finish(error=exc)
         return entry.future
 
-    def send_message(self, message: Mapping[str, Any]) -> None:
+    def send_message(self, message: Mapping[str, Any], *, direct: bool = False) -> None:
         """Queue a fire-and-forget session message (no reply is awaited); never blocks.
-        Raises ``NotConnected``/``ClientClosed`` unless connected, ``ConnectionLost`` if it
-        cannot be queued (the socket is gone, or the daemon stopped reading)."""
+        Raises ``NotConnected``/``ClientClosed`` unless connected (``direct``: or handshaking, for
+        re-establishment messages sent by restore hooks), ``ConnectionLost`` if it cannot be
+        queued (the socket is gone, or the daemon stopped reading)."""
+        self._send(self._sendable_writer(direct), encode_session(message))
+
+    def send_binary(self, data: bytes) -> None:
+        """Queue one binary frame (terminal input and resize); errors as :meth:`send_message`."""
+        self._send(self._sendable_writer(False), data)
+
+    def _sendable_writer(self, direct: bool) -> Writer | None:
         link = self._link
         with link.lock:
             state = link.state
             if state is ConnectionState.DISPOSED or link.closing:
                 raise ClientClosed("Daemon client is disposed")
-            if state is not ConnectionState.CONNECTED:
+            if state is not ConnectionState.CONNECTED and not (direct and state is ConnectionState.CONNECTING):
                 raise NotConnected(f"Transport not connected (status: {state.value})")
-            writer = self._writer_locked()
-        self._send(writer, encode_session(message))
+            return self._writer_locked()
 
     def _writer_locked(self) -> Writer | None:
         """The writer of the current socket once its handshake is done: a session frame never
@@ -278,12 +285,13 @@ class Connection:
         sock = self._link.socket
         return sock.writer if sock is not None and sock.handshaken else None
 
-    def _send(self, writer: Writer | None, text: str) -> None:
+    def _send(self, writer: Writer | None, frame: str | bytes) -> None:
         if writer is None:
             raise ConnectionLost("Connection lost")
         if self._frame_log.isEnabledFor(logging.DEBUG):
-            self._frame_log.debug("-> %s", preview(text, 500))
-        writer.send(text)
+            shown = preview(frame, 500) if isinstance(frame, str) else f"binary frame of {len(frame)} bytes"
+            self._frame_log.debug("-> %s", shown)
+        writer.send(frame)
 
     # ------------------------------------------------------------------ heartbeat (timer thread)
     def _send_ping(self) -> None:
@@ -293,3 +301,9 @@ class Connection:
 
     def _heartbeat_dead(self, reason: str) -> None:
         self._link.end_socket(Failure(ConnectionLost(reason)), code=1001, reason="Heartbeat timeout")
+
+    def set_binary_router(self, router: Callable[[bytes], bool] | None) -> None:
+        """Route inbound binary frames to ``router(data) -> taken`` on the reader thread (it must
+        not block and never runs user code); frames it does not take are logged once per
+        connection and dropped, as all binary frames are without a router."""
+        self._link.binary_router = router

@@ -70,6 +70,10 @@ class ClientContext:
         """Send a session message that has no reply (fire and forget)."""
         self._connection.send_message(message)
 
+    def send_binary(self, data: bytes) -> None:
+        """Send one binary frame (terminal input and resize); no reply (fire and forget)."""
+        self._connection.send_binary(data)
+
     def watch(
         self, message_types: Iterable[str], predicate: Callable[[SessionMessage], bool]
     ) -> tuple[Future[SessionMessage], Callable[[], None]]:

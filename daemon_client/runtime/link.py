@@ -94,6 +94,8 @@ class Link:
         # Copy-on-write: replaced under lock, read without it (a snapshot).
         self.listeners: tuple[_Registration, ...] = ()
         self.hooks: tuple[Hooks, ...] = ()
+        # set once when the terminals namespace is built; read by the reader thread without the lock
+        self.binary_router: Callable[[bytes], bool] | None = None
         self.wake = threading.Event()  # thread-safe; set once, by close(): ends the reconnect backoff
         self.closed = threading.Event()  # thread-safe; set once, when the first close() is done
 

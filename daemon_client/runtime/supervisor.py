@@ -282,6 +282,12 @@ class Supervisor:
                 return sock.failure or Failure(exc.error, terminal=True)
             except TransportError as exc:
                 return sock.failure or Failure(ConnectionLost(f"Connection lost: {exc}"))
+            if isinstance(text, bytes):
+                if not self._route_binary(text) and not binary_seen:
+                    binary_seen = True  # one line per connection
+                    self._log.info("%s: skipping binary frames nobody subscribed to on this connection "
+                                   "(binary frame of %d bytes)", self._link.name, len(text))  # fmt: skip
+                continue
             if frame_log.isEnabledFor(logging.DEBUG):
                 frame_log.debug("<- %s", preview(text, 500))
             try:
@@ -291,6 +297,17 @@ class Supervisor:
                 self._log.exception("internal error while handling a frame: %s", preview(text))
 
     # ------------------------------------------------------------------ frames
+    def _route_binary(self, data: bytes) -> bool:
+        """Hand one binary frame to the router; False when nobody takes it."""
+        router = self._link.binary_router
+        if router is None:
+            return False
+        try:
+            return router(data)
+        except Exception:  # noqa: BLE001 - an internal defect must not kill the reader
+            self._log.exception("internal error while routing a binary frame of %d bytes", len(data))
+            return True
+
     def _handle(self, text: str, sock: Socket) -> bool:
         """Handle one frame; return True when it completed the handshake."""
         try:

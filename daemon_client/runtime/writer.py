@@ -34,7 +34,7 @@ MAX_QUEUED_CHARS = 64 * 1024 * 1024
 """Characters of text frames that may wait to be written; one frame is always accepted."""
 
 ControlReply = Callable[[], None]
-_Item = str | ControlReply
+_Item = str | bytes | ControlReply
 
 
 class Writer:
@@ -73,8 +73,9 @@ class Writer:
     def start(self) -> None:
         self._thread.start()
 
-    def send(self, text: str) -> None:
-        """Queue one text frame. Never blocks; raises ``ConnectionLost`` if it cannot be queued."""
+    def send(self, text: str | bytes) -> None:
+        """Queue one text frame (``str``) or binary frame (``bytes``). Never blocks; raises
+        ``ConnectionLost`` if it cannot be queued."""
         with self._cond:
             if not self._accepting:
                 raise ConnectionLost("Connection lost")
@@ -108,7 +109,7 @@ class Writer:
             self._accepting = False
             self._finishing = True
             if not flush:
-                kept = [item for item in self._queue if not isinstance(item, str)]
+                kept = [item for item in self._queue if not isinstance(item, (str, bytes))]
                 self._queue.clear()
                 self._queue.extend(kept)
                 self._queued_chars = 0
@@ -136,7 +137,7 @@ class Writer:
                 self._cond.wait()
             if self._queue:
                 item: _Item | tuple[int, str] = self._queue.popleft()
-                if isinstance(item, str):
+                if isinstance(item, (str, bytes)):
                     self._queued_chars -= len(item)
             elif self._close is not None:
                 item, self._close = self._close, None
@@ -157,6 +158,8 @@ class Writer:
                 try:
                     if isinstance(item, str):
                         transport.send_text(item)
+                    elif isinstance(item, bytes):
+                        transport.send_binary(item)
                     elif isinstance(item, tuple):
                         transport.close(*item)
                     else:

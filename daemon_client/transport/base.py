@@ -1,9 +1,10 @@
 """The ``Transport`` protocol: the only thing the client needs from a WebSocket.
 
-A transport carries whole frames. The connection supervisor's reader thread is the
-only caller of :meth:`Transport.recv`; every other method may be called from any
-thread (the client calls ``send_text`` and ``close`` from one writer thread per socket, and
-``abort`` from any thread; ``abort`` must end a ``connect``, ``send_text`` or ``recv`` in progress).
+A transport carries whole frames: text frames as ``str``, binary frames as ``bytes``. The
+connection supervisor's reader thread is the only caller of :meth:`Transport.recv`; every
+other method may be called from any thread (the client calls ``send_text``, ``send_binary``
+and ``close`` from one writer thread per socket, and ``abort`` from any thread; ``abort`` must
+end a ``connect``, ``send_text`` or ``recv`` in progress).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class FrameRejected(TransportError):
     """One inbound frame could not be used (invalid UTF-8, binary, too large).
 
     The connection stays usable: the reader logs the frame and reads on. ``binary`` marks a
-    binary frame (well formed, but this client uses none); ``data`` is its whole payload (for
+    binary frame that a transport chose not to deliver (the built-in transports return binary
+    frames from :meth:`Transport.recv` as ``bytes`` instead); ``data`` is its whole payload (for
     the wire trace).
     """
 
@@ -83,7 +85,7 @@ class ConnectParams:
 
 
 class Transport(Protocol):
-    """A connected (or connectable) WebSocket carrying text frames."""
+    """A connected (or connectable) WebSocket carrying text and binary frames."""
 
     def connect(self, params: ConnectParams) -> None:
         """Open the connection; raise :class:`TransportError` on failure.
@@ -94,8 +96,12 @@ class Transport(Protocol):
     def send_text(self, text: str) -> None:
         """Send one text frame; raise :class:`TransportError` if the socket is gone."""
 
-    def recv(self) -> str:
-        """Block until the next text frame and return it, strictly UTF-8 decoded.
+    def send_binary(self, data: bytes) -> None:
+        """Send one binary frame; raise :class:`TransportError` if the socket is gone."""
+
+    def recv(self) -> str | bytes:
+        """Block until the next data frame: a text frame strictly UTF-8 decoded (``str``), or a
+        binary frame's payload (``bytes``).
 
         Raises :class:`TransportClosed` when the connection ends, :class:`FrameRejected`
         for a frame that must be skipped (the connection stays usable), and

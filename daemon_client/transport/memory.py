@@ -76,6 +76,10 @@ class _Endpoint:
     def send_text(self, text: str) -> None:
         self._deliver(text)
 
+    def send_binary(self, data: bytes) -> None:
+        """Send one binary frame."""
+        self._deliver(_Binary(bytes(data)))
+
     def _recv_item(self, timeout: float | None) -> _Item:
         try:
             item = self._inbox.get(timeout=timeout)
@@ -124,22 +128,20 @@ class MemoryServerEnd(_Endpoint):
     def subprotocols(self) -> Sequence[str]:
         return self.params.subprotocols
 
-    def recv(self, timeout: float | None = None) -> str:
-        """Next text frame from the client; ``TimeoutError`` after ``timeout`` s."""
+    def recv(self, timeout: float | None = None) -> str | bytes:
+        """Next frame from the client (``bytes``: a binary frame); ``TimeoutError`` after ``timeout`` s."""
         item = self._recv_item(timeout)
         if isinstance(item, str):
             return item
         if isinstance(item, _RawText):
             return item.data.decode("utf-8", errors="replace")
-        raise TransportError("binary frame from client")
+        if isinstance(item, _Binary):
+            return item.data
+        raise TransportError(f"unexpected item {item!r}")
 
     def send_raw_text(self, data: bytes) -> None:
         """Send a text frame whose payload bytes are given as is (may be invalid UTF-8)."""
         self._deliver(_RawText(data))
-
-    def send_binary(self, data: bytes) -> None:
-        """Send a binary frame (the client must ignore it)."""
-        self._deliver(_Binary(data))
 
 
 Acceptor = Callable[[MemoryServerEnd], None]
@@ -165,7 +167,7 @@ class MemoryTransport(_Endpoint):
         self._server = server
         self._acceptor(server)  # may raise TransportError to refuse
 
-    def recv(self) -> str:
+    def recv(self) -> str | bytes:
         item = self._recv_item(None)
         limit = self.max_frame_bytes
         if isinstance(item, str):
@@ -173,9 +175,9 @@ class MemoryTransport(_Endpoint):
                 raise FrameRejected(f"frame of more than {limit} bytes skipped", preview=item[:200].encode())
             return item
         if isinstance(item, _Binary):
-            raise FrameRejected(
-                f"binary frame of {len(item.data)} bytes ignored", preview=item.data[:200], binary=True, data=item.data
-            )
+            if limit is not None and len(item.data) > limit:
+                raise FrameRejected(f"frame of {len(item.data)} bytes exceeds {limit} bytes", preview=item.data[:200])
+            return item.data
         if not isinstance(item, _RawText):
             raise TransportError(f"unexpected item {item!r}")
         if limit is not None and len(item.data) > limit:

@@ -62,7 +62,12 @@ class TracingTransport:
             self._sink.record(self._conn, "out", "text", text)  # before it leaves: a reply is never logged first
         self._inner.send_text(text)
 
-    def recv(self) -> str:
+    def send_binary(self, data: bytes) -> None:
+        if self._conn is not None:
+            self._sink.record(self._conn, "out", "binary", data)
+        self._inner.send_binary(data)
+
+    def recv(self) -> str | bytes:
         try:
             text = self._inner.recv()
         except FrameRejected as exc:
@@ -75,7 +80,7 @@ class TracingTransport:
             self._end("in", None, "")
             raise
         if self._conn is not None:
-            self._sink.record(self._conn, "in", "text", text)
+            self._sink.record(self._conn, "in", "binary" if isinstance(text, bytes) else "text", text)
         return text
 
     def _note_rejected(self, exc: FrameRejected) -> None:

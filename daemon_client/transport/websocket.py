@@ -4,15 +4,16 @@ The connection is opened by :mod:`daemon_client.transport.upgrade` under the rul
 :mod:`daemon_client.transport.handshake_policy` (no redirects, no cookies, no extensions,
 bounded answer, no ``Origin`` header). Outbound frames are built (and masked) with
 websocket-client's ``ABNF``; inbound frames are read by :class:`FrameReader` through one
-large buffer. Text frames are decoded with Python's strict UTF-8 codec.
+large buffer. Text frames are decoded with Python's strict UTF-8 codec; binary frames are
+returned as ``bytes``.
 
 RFC 6455 failures: a frame that breaks the protocol (reserved bits or opcodes, bad control
 frames, a stray continuation, a masked frame, a bad close frame) fails the connection with
 close 1002 (1007 for a close reason that is not UTF-8); a close frame is answered with the
 same code, or with an empty close frame when it carried none (1005 is never sent).
 
-``recv`` runs on the client's reader thread; ``send_text`` and ``close`` on the client's writer
-thread (serialised here too); ``abort`` on any thread. The replies ``recv`` owes the peer (pong,
+``recv`` runs on the client's reader thread; ``send_text``, ``send_binary`` and ``close`` on the
+client's writer thread (serialised here too); ``abort`` on any thread. The replies ``recv`` owes the peer (pong,
 close echo) go to the control sink when one is set (the client's writer thread), so the reading
 thread never blocks on a write; only failing the connection on a protocol violation writes from
 the reader, with a bounded wait.
@@ -153,7 +154,13 @@ class WebSocketTransport:
         except OSError as exc:
             raise TransportClosed(None, f"send failed: {exc}") from exc
 
-    def recv(self) -> str:
+    def send_binary(self, data: bytes) -> None:
+        try:
+            self._send(_frame(data, OP_BINARY))
+        except OSError as exc:
+            raise TransportClosed(None, f"send failed: {exc}") from exc
+
+    def recv(self) -> str | bytes:
         reader = self._reader
         if reader is None:
             raise TransportError("not connected")
@@ -176,9 +183,7 @@ class WebSocketTransport:
                 self._reply(_frame(data, OP_PONG))
                 continue
             if opcode == OP_BINARY:
-                raise FrameRejected(
-                    f"binary frame of {len(data)} bytes ignored", preview=data[:200], binary=True, data=data
-                )
+                return data
             # a pong: nothing to do
 
     def _answer_close(self, code: int) -> None:

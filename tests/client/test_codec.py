@@ -28,6 +28,7 @@ from daemon_client.protocol import (
 )
 from daemon_client.protocol.codec import redact_hello, to_camel
 from daemon_client.protocol.hosts import HostKind, decide_host_kind
+from daemon_client.protocol.replies import is_reply
 
 from ..conftest import TRANSCRIPTS
 
@@ -49,7 +50,7 @@ def test_every_recorded_daemon_frame_decodes() -> None:
     counts: dict[str, int] = {}
     for name, number, line in transcript_lines():
         if line["dir"] != "in" or "frame" not in line or "binary" in line["frame"]:
-            continue  # binary frames (terminal streams, file 13) are never decoded
+            continue  # binary frames (terminal streams, file 13): tests/client/test_terminal_transcript.py
         frame = decode_frame(json.dumps(line["frame"]))
         where = f"{name}:{number}"
         assert not isinstance(frame, UnknownMessage), where
@@ -216,3 +217,10 @@ def test_reply_naming_rule(request_type: str, reply_type: str, statuses: set[str
 )
 def test_host_kind_decision(features: dict[str, object], kind: HostKind) -> None:
     assert decide_host_kind(features) is kind
+
+
+def test_a_status_of_an_unexpected_shape_is_not_a_reply() -> None:
+    for odd in ([], {}, ["agent_created"], None, 3):
+        assert not is_reply("status", {"status": odd, "requestId": "r1"})
+        assert not reply_for("create_agent_request").matches("status", {"status": odd})
+    assert is_reply("status", {"status": "agent_created", "requestId": "r1"})

@@ -204,6 +204,21 @@ def test_two_filtered_views(run: Run, kind: str) -> None:
         assert f"note: this daemon ({kind} host) shares one filter between both views" in out, out
 
 
+@pytest.mark.parametrize("kind", ["capable", "broadcast"])
+def test_terminal_expect(run: Run, kind: str) -> None:
+    code, out = run("terminal_expect", "--host-kind", kind)
+    assert code == 0, out
+    assert re.search(r"^terminal \S+ started in /", out), out
+    assert "\n1\n2\n3\nexit status: 0\n" in out, out
+    assert out.endswith("last line on the screen: fake$\n"), out
+
+
+def test_terminal_expect_reports_a_failing_command(run: Run) -> None:
+    code, out = run("terminal_expect", "no-such-program")
+    assert code == 0, out
+    assert "fake-sh: no-such-program: command not found\nexit status: 127\n" in out, out
+
+
 @pytest.mark.parametrize("example", ["test_my_code.py", "test_replayed_session.py"])
 def test_my_code_passes_under_pytest(example: str) -> None:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / example)]

@@ -7,6 +7,17 @@ name in :mod:`daemon_client.cli.actions`, imported only when it runs. The order 
 
 from __future__ import annotations
 
-from daemon_client.cli.commands import agents, catalog, completion, embedded, info, lifecycle, run, settings, tail
+from daemon_client.cli.commands import (
+    agents,
+    catalog,
+    completion,
+    embedded,
+    info,
+    lifecycle,
+    run,
+    settings,
+    tail,
+    terminals,
+)
 
-GROUPS = (agents, tail, run, lifecycle, settings, catalog, info, embedded, completion)
+GROUPS = (agents, tail, run, lifecycle, settings, terminals, catalog, info, embedded, completion)

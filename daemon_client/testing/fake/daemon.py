@@ -52,6 +52,8 @@ from daemon_client.testing.fake.provider_extras import FakeProviderExtras
 from daemon_client.testing.fake.providers import FakeProviders
 from daemon_client.testing.fake.runs.runs import FakeRuns
 from daemon_client.testing.fake.settings import FakeAgentSettings
+from daemon_client.testing.fake.terminals import handlers as terminal_handlers
+from daemon_client.testing.fake.terminals.store import FakeTerminal, FakeTerminals, TerminalInput
 from daemon_client.testing.fake.timeline.store import FakeTimeline, TimelineSubscription
 from daemon_client.testing.fake.upgrade import check_listen
 from daemon_client.testing.fake.workspace_create import FakeWorktrees
@@ -79,6 +81,8 @@ __all__ = [
     "FakeProviderExtras",
     "FakeProviders",
     "FakeRuns",
+    "FakeTerminal",
+    "FakeTerminals",
     "FakeTimeline",
     "FakeWorktrees",
     "FramePredicate",
@@ -88,6 +92,7 @@ __all__ = [
     "RequestContext",
     "RequestSchema",
     "Session",
+    "TerminalInput",
     "TimelineSubscription",
     "WorkspaceStore",
     "register_extension",
@@ -169,6 +174,9 @@ class FakeDaemon:
         self.provider_extras = FakeProviderExtras(self)
         """Provider features, diagnostics of unknown providers and usage (fake_provider_extras)."""
         self.provider_extras.install(self.registry)
+        self.terminals = FakeTerminals(self.core)
+        """Terminals with scripted shells, stream slots, binary frames, faults (fake terminals)."""
+        terminal_handlers.install(self.registry, self.terminals)
         self._loopback = LoopbackFrontend(self.core)
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -204,8 +212,6 @@ class FakeDaemon:
             except TransportClosed as exc:  # the close frame of the fake's own close() is no peer close
                 mine = connection.close_code is not None or connection.dropped
                 raise SocketClosed(None if mine else exc.code, exc.reason) from None
-            except TransportError:
-                return b""  # the memory transport reports a client binary frame this way
 
         with self._lock:  # no blocking I/O below; close() cannot miss the new thread
             if self._closed or self.core.refusing():

@@ -153,7 +153,7 @@ class RelayTransport:
                         exc,
                     )
                     raise TransportError(f"the relay socket ended during the end-to-end handshake: {exc}") from exc
-                if text.lstrip().startswith("{") and message_type(text) == "e2ee_ready":
+                if isinstance(text, str) and text.lstrip().startswith("{") and message_type(text) == "e2ee_ready":
                     ready = True
                     return
         finally:
@@ -192,7 +192,14 @@ class RelayTransport:
             raise TransportError("the end-to-end channel is not open")
         self._base.send_text(box.seal(text.encode("utf-8")))
 
-    def recv(self) -> str:
+    def send_binary(self, data: bytes) -> None:
+        """A binary message (terminal input) travels encrypted in a text frame, as on 0.1.65."""
+        box = self._box
+        if box is None:
+            raise TransportError("the end-to-end channel is not open")
+        self._base.send_text(box.seal(data))
+
+    def recv(self) -> str | bytes:
         box = self._box
         if box is None:
             raise TransportError("the end-to-end channel is not open")
@@ -201,6 +208,8 @@ class RelayTransport:
                 text = self._base.recv()
             except TransportClosed as exc:
                 raise self._closed(exc) from None
+            if isinstance(text, bytes):  # the relay hop carries text frames only
+                raise FrameRejected(f"binary frame of {len(text)} bytes on the relay ignored", preview=text[:200])
             if text[:1] in ("{", " ", "\t", "\r", "\n"):  # never the first character of base64
                 if message_type(text) in ("e2ee_ready", "e2ee_hello"):
                     continue  # a late answer to a resent hello
@@ -214,10 +223,8 @@ class RelayTransport:
                 self._owner.note_confirmed()
             try:
                 return plaintext.decode("utf-8")
-            except UnicodeDecodeError:
-                raise FrameRejected(
-                    f"binary message of {len(plaintext)} bytes ignored", preview=plaintext[:200]
-                ) from None
+            except UnicodeDecodeError:  # a binary message (a terminal stream), encrypted in a text frame
+                return plaintext
 
     def _fatal(self, what: str, close_reason: str) -> TransportError:
         """End the socket after a frame that breaks the channel; the frame is never delivered."""

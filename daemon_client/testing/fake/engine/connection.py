@@ -234,7 +234,10 @@ class FakeConnection:
         self.core.record(ReceivedFrame({"binary": len(data)}, self, None))
         if self.hello is None:
             self.close(4002, "Session message before hello")
-        # After hello, binary frames carry terminal streams, which the fake does not serve.
+            return
+        handler = self.core.registry.binary_handler  # terminal input and resize (fake.terminals)
+        if handler is not None:
+            handler(self, data)
 
     def handle_text(self, text: str) -> None:
         try:

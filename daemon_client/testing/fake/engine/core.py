@@ -61,6 +61,7 @@ DEFAULT_FEATURES: Mapping[HostKind, Mapping[str, bool]] = {
         "agentForkContextCursor": True,
         "providerUsageList": True,
         "relayConfig": True,
+        "workspaceTerminals": True,
     },
     HostKind.SELECTIVE: {
         "selectiveAgentTimeline": True,

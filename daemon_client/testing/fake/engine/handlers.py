@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KNOWN_REQUESTS",
+    "BinaryHandler",
     "DisconnectHook",
     "Handler",
     "HandlerRegistry",
@@ -53,6 +54,9 @@ Handler = Callable[["RequestContext"], None]
 
 DisconnectHook = Callable[["FakeConnection"], None]
 """Called on the reader thread after a connection ended and left its session."""
+
+BinaryHandler = Callable[["FakeConnection", bytes], None]
+"""Handles a binary frame received after ``hello`` (terminal input); runs on the reader thread."""
 
 
 @attrs.frozen
@@ -140,6 +144,7 @@ class HandlerRegistry:
         self._schemas: dict[str, RequestSchema] = dict(KNOWN_REQUESTS)
         self._disconnect_hooks: list[DisconnectHook] = []
         self._after_hooks: dict[str, tuple[Handler, ...]] = {}
+        self._binary_handler: BinaryHandler | None = None
 
     def register(
         self,
@@ -232,6 +237,16 @@ class HandlerRegistry:
         """The disconnect hooks, in the order they were added."""
         with self._lock:
             return tuple(self._disconnect_hooks)
+
+    def set_binary_handler(self, handler: BinaryHandler | None) -> None:
+        """Handle binary frames received after ``hello`` (without one they are recorded and ignored)."""
+        with self._lock:
+            self._binary_handler = handler
+
+    @property
+    def binary_handler(self) -> BinaryHandler | None:
+        with self._lock:
+            return self._binary_handler
 
 
 @attrs.define(eq=False)

@@ -1,0 +1,171 @@
+"""``OutputReader``: the pull side of one terminal stream — a bounded queue of output text that
+``TerminalStream.output()`` iterates and ``TerminalStream.expect()`` matches against (like
+pexpect: text consumed by a match is gone, the rest stays for the next call).
+
+The reader thread appends (:meth:`OutputReader.push`, :meth:`OutputReader.end`) without ever
+blocking; the caller's thread waits, always with a timeout. Because the queue is filled by the
+reader thread and not by callbacks, pulling works in every ``callback_executor`` mode and from
+inside a callback. One condition variable guards the state; no user code runs under it.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from daemon_client.errors import ExpectTimeout, TerminalExited
+from daemon_client.protocol.terminals import incomplete_escape_at, raw_index, strip_ansi
+
+_log = logging.getLogger("daemon_client.subscriptions.terminal_output")
+
+DEFAULT_LIMIT = 1_000_000
+"""Characters of unread output kept per stream; the oldest are dropped beyond it."""
+
+Ended = Callable[[str], BaseException]
+"""Makes the exception that ends a wait, given the unmatched text (exit, release, close)."""
+
+
+class OutputReader:
+    """Output text received by one stream and not yet read; see the module docstring."""
+
+    def __init__(self, name: str, limit: int = DEFAULT_LIMIT) -> None:
+        if limit < 1:
+            raise ValueError("the output buffer limit must be at least 1 character")
+        self._name = name
+        self._limit = limit
+        self._changed = threading.Condition(threading.Lock())
+        self._chunks: collections.deque[str] = collections.deque()
+        self._queued = 0
+        self._pending = ""  # taken by expect() and not consumed by a match yet (raw text)
+        self._ended: Ended | None = None
+        self.dropped = 0
+        """Characters dropped because nobody read them before the limit was reached."""
+
+    # ------------------------------------------------------------------ reader thread
+    def push(self, text: str) -> None:
+        """Append received output (never blocks)."""
+        if not text:
+            return
+        with self._changed:
+            if self._ended is not None:
+                return
+            self._chunks.append(text)
+            self._queued += len(text)
+            excess = self._queued + len(self._pending) - self._limit
+            dropped = 0
+            if excess > 0:  # the oldest unread text goes first: what expect() holds, then queued chunks
+                cut = min(excess, len(self._pending))
+                self._pending = self._pending[cut:]
+                dropped = cut
+                while dropped < excess and len(self._chunks) > 1:
+                    oldest = self._chunks.popleft()
+                    self._queued -= len(oldest)
+                    dropped += len(oldest)
+            first = dropped and not self.dropped
+            self.dropped += dropped
+            self._changed.notify_all()
+        if first:
+            _log.warning("%s: unread output over %d characters; the oldest is dropped", self._name, self._limit)
+
+    def end(self, ended: Ended) -> None:
+        """No more output will come (the first reason wins); waiters drain what is queued, then
+        stop (``output()``) or raise ``ended(unmatched_text)`` (``expect()``)."""
+        with self._changed:
+            if self._ended is None:
+                self._ended = ended
+            self._changed.notify_all()
+
+    @property
+    def ended(self) -> bool:
+        return self._ended is not None
+
+    # ------------------------------------------------------------------ caller thread
+    def _take_locked(self) -> str | None:
+        if not self._chunks:
+            return None
+        chunk = self._chunks.popleft()
+        self._queued -= len(chunk)
+        return chunk
+
+    def next_chunk(self, timeout: float | None) -> str | None:
+        """The next piece of unread output; ``None`` once the stream ended and everything was
+        read, or when nothing arrived within ``timeout`` seconds (``None``: no limit)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            if self._pending:
+                text, self._pending = self._pending, ""
+                return text
+            while True:
+                chunk = self._take_locked()
+                if chunk is not None:
+                    return chunk
+                if self._ended is not None:
+                    return None
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
+
+    def chunks(self, timeout: float | None) -> Iterator[str]:
+        """Iterate :meth:`next_chunk` until it returns ``None``."""
+        while True:
+            chunk = self.next_chunk(timeout)
+            if chunk is None:
+                return
+            yield chunk
+
+    def expect(self, pattern: str | re.Pattern[str], timeout: float | None, *, strip: bool) -> re.Match[str]:
+        """Wait until the unread output matches ``pattern`` (``re.search``), consume the output
+        up to the end of the match and return it. With ``strip`` escape sequences are removed
+        before matching (the match is then on the cleaned text). Raises
+        :class:`ExpectTimeout` after ``timeout`` seconds, or the stream's end reason once it
+        ended with no match left in the unread output."""
+        regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while True:
+                while (chunk := self._take_locked()) is not None:
+                    self._pending += chunk
+                found = self._search_locked(regex, strip)
+                if found is not None:
+                    return found
+                if self._ended is not None:
+                    raise self._ended(self._visible_locked(strip))
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    unmatched = self._visible_locked(strip)
+                    raise ExpectTimeout(
+                        f"{self._name}: no match for {regex.pattern!r} within {timeout:g} s; "
+                        f"unmatched output ends with {unmatched[-200:]!r}",
+                        output=unmatched,
+                    )
+                self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
+
+    def _search_locked(self, regex: re.Pattern[str], strip: bool) -> re.Match[str] | None:
+        raw = self._pending
+        if not strip:
+            found = regex.search(raw)
+            if found is not None:
+                self._pending = raw[found.end() :]
+            return found
+        cut = incomplete_escape_at(raw)  # an escape sequence still arriving is not matched yet
+        complete = raw if cut is None else raw[:cut]
+        found = regex.search(strip_ansi(complete))
+        if found is not None:
+            self._pending = raw[raw_index(complete, found.end()) :]
+        return found
+
+    def _visible_locked(self, strip: bool) -> str:
+        if not strip:
+            return self._pending
+        cut = incomplete_escape_at(self._pending)
+        return strip_ansi(self._pending if cut is None else self._pending[:cut])
+
+
+def exited(name: str) -> Ended:
+    """The end reason of a terminal whose process ended."""
+    return lambda output: TerminalExited(f"{name} exited before a match", output=output)

@@ -1,0 +1,136 @@
+"""The pull side of terminal streams (``OutputReader``), escape-sequence handling and the binary
+frame codec, without a daemon."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import daemon_client as dc
+from daemon_client.protocol.terminal_frames import (
+    TerminalFrame,
+    decode_output,
+    decode_terminal_frame,
+    encode_input,
+    encode_resize,
+)
+from daemon_client.protocol.terminals import (
+    KEY_TOKENS,
+    encode_keys,
+    incomplete_escape_at,
+    parse_terminal_state,
+    raw_index,
+    strip_ansi,
+)
+from daemon_client.subscriptions.terminal_output import OutputReader, exited
+
+
+def test_expect_consumes_up_to_the_match_and_output_continues_from_there() -> None:
+    reader = OutputReader("t")
+    reader.push("echo hi\r\nhi\r\n")
+    reader.push("$ ")
+    assert reader.expect(r"\nhi\r\n", 1, strip=True).group(0) == "\nhi\r\n"
+    assert reader.next_chunk(0) == "$ "
+    assert reader.next_chunk(0) is None  # nothing within the timeout
+
+
+def test_matching_on_cleaned_text_maps_back_to_the_raw_output() -> None:
+    reader = OutputReader("t")
+    reader.push("\x1b[1mfake$\x1b[0m echo\r\n\x1b[31mred\x1b[0m\r\nrest")
+    found = reader.expect(r"red\r\n", 1, strip=True)
+    assert found.string == "fake$ echo\r\nred\r\nrest"
+    assert reader.next_chunk(0) == "rest"
+
+
+def test_an_escape_sequence_still_arriving_is_not_matched() -> None:
+    reader = OutputReader("t")
+    reader.push("x\x1b[3")
+    with pytest.raises(dc.ExpectTimeout) as caught:
+        reader.expect(r"3", 0.05, strip=True)  # "3" belongs to the unfinished "ESC [ 3 1 m"
+    assert caught.value.output == "x"
+    reader.push("1mcolour 3")
+    assert reader.expect(r"colour 3", 1, strip=True).group(0) == "colour 3"
+
+
+def test_the_end_reason_is_raised_once_everything_was_read() -> None:
+    reader = OutputReader("t")
+    reader.push("last words")
+    reader.end(exited("terminal t"))
+    reader.end(lambda output: dc.SubscriptionReleased("later reasons are ignored"))
+    reader.push("after the end: ignored")
+    assert reader.expect("last", 1, strip=True).group(0) == "last"
+    with pytest.raises(dc.TerminalExited) as caught:
+        reader.expect("more", 1, strip=True)
+    assert caught.value.output == " words"
+    assert list(reader.chunks(1)) == [" words"]
+    assert reader.ended
+
+
+def test_a_waiter_wakes_up_for_output_from_another_thread() -> None:
+    reader = OutputReader("t")
+    started = threading.Event()
+    found: list[str] = []
+
+    def wait() -> None:
+        started.set()
+        found.append(reader.expect("ready", 10, strip=True).group(0))
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    started.wait(5)
+    reader.push("not yet\r\n")
+    reader.push("ready\r\n")
+    waiter.join(10)
+    assert found == ["ready"]
+
+
+def test_the_buffer_keeps_the_newest_text() -> None:
+    reader = OutputReader("t", limit=10)
+    reader.push("0123456789")
+    with pytest.raises(dc.ExpectTimeout):
+        reader.expect("never", 0, strip=False)  # now held by expect
+    reader.push("abcde")
+    assert reader.dropped == 5
+    assert list(reader.chunks(0)) == ["56789", "abcde"]
+    with pytest.raises(ValueError, match="at least 1"):
+        OutputReader("t", limit=0)
+
+
+def test_escape_helpers() -> None:
+    text = "a\x1b[1mb\x1b]0;title\x07c\x1b(Bd\x1b=e\x1bPdata\x1b\\f"
+    assert strip_ansi(text) == "abcdef"
+    assert raw_index(text, 2) == text.index("\x1b]")
+    assert [incomplete_escape_at(t) for t in ("ok", "a\x1b", "a\x1b[", "a\x1b[12", "a\x1b[1m", "a\x1b]0;x")] == [
+        None, 1, 1, 1, None, 1,
+    ]  # fmt: skip
+    assert encode_keys(["ls -la", "Enter", "C-c", "Tab", "enter"]) == "ls -la\r\x03\tenter"
+    assert set(KEY_TOKENS) == {"Enter", "Tab", "Escape", "Space", "BSpace", "C-c", "C-d", "C-z", "C-l", "C-a", "C-e"}
+
+
+def test_frame_codec() -> None:
+    assert decode_terminal_frame(b"\x01\x07hi") == TerminalFrame(1, 7, b"hi")
+    assert decode_terminal_frame(b"\x10\x00file") is None
+    assert decode_terminal_frame(b"\x01") is None
+    assert encode_input(3, "é") == b"\x02\x03\xc3\xa9"
+    assert encode_resize(0, 30, 100) == b'\x03\x00{"rows":30,"cols":100}'
+    assert decode_output(b"ok \xff") == "ok \ufffd"
+    with pytest.raises(ValueError, match="0-255"):
+        encode_input(256, "x")
+
+
+def test_snapshots_are_read_leniently() -> None:
+    state = parse_terminal_state(
+        b'{"rows":2,"cols":3,"grid":[[{"char":"a","fg":"red"},{"char":"b","newFlag":1}],[{"nochar":true}]],'
+        b'"scrollback":[],"cursor":{"row":0,"col":2,"style":"bar"},"future":1}'
+    )
+    assert state.screen_lines() == ["ab", ""]
+    assert state.grid[0][0].extra_fields == {"fg": "red"}
+    assert state.grid[0][1].extra_fields == {"newFlag": 1}
+    assert state.extra_fields == {"future": 1}
+    assert state.cursor.style == "bar"
+    assert state.text() == "ab"
+    with pytest.raises(dc.ProtocolError, match="unreadable terminal snapshot"):
+        parse_terminal_state(b"not json")
+    with pytest.raises(dc.ProtocolError):
+        parse_terminal_state(b"[1, 2]")

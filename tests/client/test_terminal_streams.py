@@ -1,0 +1,469 @@
+"""Live terminal output: binary frames routed by slot, snapshots parsed once, input and resize as
+binary frames, exit, ``output()``/``expect()``, restore after reconnects and stream faults."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import daemon_client as dc
+from daemon_client.subscriptions import terminal_streams
+from daemon_client.testing import FakeDaemon, RecordingHandler
+from daemon_client.testing.fake.engine.handlers import RequestContext
+
+from ..conftest import TRANSPORTS
+
+HOSTS = {
+    "capable": ("capable", {}),
+    "capable-without-flag": ("capable", {"workspaceTerminals": False}),
+    "selective": ("selective", {}),
+    "broadcast": ("broadcast", {}),
+}
+CWD = "/home/dev/projects/demo"
+
+Connected = Callable[..., tuple[FakeDaemon, dc.Client]]
+
+
+@pytest.fixture
+def connected(fakes, make_client) -> Connected:
+    def make(host: str = "capable", transport: str = "memory", **options: Any) -> tuple[FakeDaemon, dc.Client]:
+        kind, features = HOSTS[host]
+        fake = fakes(kind, features=features)
+        client = make_client(fake, transport, **options)
+        client.connect()
+        return fake, client
+
+    return make
+
+
+def _sent(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
+    return [f["message"] for f in fake.received if f.get("type") == "session" and f["message"]["type"] == message_type]
+
+
+def _settle(client: dc.Client) -> None:
+    client.ping()
+    assert client.flush_callbacks()
+
+
+def _reconnected(client: dc.Client) -> RecordingHandler[Any]:
+    states = RecordingHandler[Any]("states")
+    client.on_state_change(states)
+    return states
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts snapshot parses (the lengths of the payloads parsed)."""
+    counted: list[int] = []
+    real = terminal_streams.parse_terminal_state
+
+    def counting(data: bytes | str) -> dc.TerminalState:
+        counted.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(terminal_streams, "parse_terminal_state", counting)
+    return counted
+
+
+# ------------------------------------------------------------------------------ the stream
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_snapshot_output_input_and_exit(connected: Connected, host: str, transport: str) -> None:
+    fake, client = connected(host, transport)
+    terminal = client.terminals.create(cwd=CWD)
+    snapshots, outputs = RecordingHandler[dc.TerminalState]("snapshots"), RecordingHandler[str]("outputs")
+    exits = RecordingHandler[Any]("exits")
+    stream = terminal.stream(on_output=outputs, on_snapshot=snapshots, on_exit=exits)
+    assert stream.slot == 0
+    screen = snapshots.wait_for()[0]
+    assert (screen.rows, screen.cols) == (24, 80)
+    assert screen.screen_lines()[0] == "fake$"
+    assert stream.screen == screen
+    terminal.send_keys("echo hi", "Enter")
+    match = stream.expect(r"\nhi\r\n")
+    assert match.group(0) == "\nhi\r\n"
+    assert stream.expect(r"fake\$ ").group(0) == "fake$ "
+    assert outputs.wait_for()[0] == "echo hi\r\nhi\r\n\x1b[1mfake$\x1b[0m "
+    terminal.write("exit\r")
+    exits.wait_for()
+    assert list(stream.output(timeout=5)) == ["exit\r\n"]
+    assert stream.exited
+    with pytest.raises(dc.TerminalExited) as ended:
+        stream.expect("never")
+    assert ended.value.output == ""
+    _settle(client)
+    assert len(exits) == 1
+    assert [(i.via, i.kind) for i in fake.terminals.inputs] == [("binary", "input"), ("binary", "input")]
+    assert client.terminals.list().terminals == ()
+    stream.release()  # harmless after the exit
+    _settle(client)
+    assert _sent(fake, "unsubscribe_terminal_request") == []
+
+
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_a_kill_ends_the_stream(connected: Connected, host: str) -> None:
+    _, client = connected(host)
+    terminal = client.terminals.create(cwd=CWD)
+    exits = RecordingHandler[Any]("exits")
+    stream = terminal.stream(on_exit=exits)
+    terminal.kill()
+    exits.wait_for()  # terminal_stream_exit came before the kill response
+    assert stream.exited
+    assert list(stream.output(timeout=1)) == []  # ended, and nothing was printed while streaming
+
+
+def test_the_double_snapshot_of_a_broadcast_host_costs_one_parse(connected: Connected, parses: list[int]) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    snapshots = RecordingHandler[dc.TerminalState]("snapshots")
+    stream = terminal.stream(on_snapshot=snapshots)
+    _settle(client)
+    assert len(snapshots) == 1  # two byte-identical frames arrived
+    assert len(parses) == 1
+    assert parses[0] > 200_000  # every cell spelled out, as 0.1.65 sends it
+    assert stream.screen is snapshots.items[0]  # the same parse
+    fake.terminals.send_snapshot(terminal.id)  # the same screen again, nothing in between: dropped
+    _settle(client)
+    assert (len(snapshots), len(parses)) == (1, 1)
+    terminal.write("echo changed\r")
+    stream.expect("changed\r\n.*changed")
+    fake.terminals.send_snapshot(terminal.id)
+    fake.terminals.send_snapshot(terminal.id)
+    snapshots.wait_for(2)
+    _settle(client)
+    assert (len(snapshots), len(parses)) == (2, 1 + 1)
+    assert snapshots.items[1].screen_lines()[:2] == ["fake$ echo changed", "changed"]
+
+
+def test_snapshots_are_not_parsed_without_a_reader(connected: Connected, parses: list[int]) -> None:
+    _, client = connected("broadcast")
+    stream = client.terminals.create(cwd=CWD).stream()
+    _settle(client)
+    assert parses == []
+    assert stream.screen is not None
+    assert stream.screen is stream.screen
+    assert len(parses) == 1
+
+
+def test_input_and_resize_are_binary_frames_while_streaming(connected: Connected) -> None:
+    fake, client = connected("broadcast", "loopback")
+    terminal = client.terminals.create(cwd=CWD)
+    terminal.write("echo json\r")
+    stream = terminal.stream()
+    terminal.send_keys("sleep 30", "Enter", "C-c")
+    terminal.resize(30, 100)
+    stream.expect(re.escape("^C"))
+    stream.release()
+    terminal.write("echo json again\r")
+    _settle(client)
+    got = [(i.via, i.kind, i.data) for i in fake.terminals.inputs]
+    assert got == [
+        ("json", "input", "echo json\r"),
+        ("binary", "input", "sleep 30\r\x03"),
+        ("binary", "resize", {"rows": 30, "cols": 100}),
+        ("json", "input", "echo json again\r"),
+    ]
+    binary = [f for f in fake.received if "binary" in f]
+    assert [f["binary"] for f in binary] == [2 + len("sleep 30\r\x03"), 2 + len('{"rows":30,"cols":100}')]
+    shell = fake.terminals.get(terminal.id).shell  # type: ignore[union-attr]
+    assert (shell.rows, shell.cols) == (30, 100)
+    assert _sent(fake, "unsubscribe_terminal_request") == [
+        {"type": "unsubscribe_terminal_request", "terminalId": terminal.id}
+    ]
+
+
+def test_expect_on_raw_text_and_on_cleaned_text(connected: Connected) -> None:
+    _, client = connected()
+    terminal = client.terminals.create(cwd=CWD)
+    stream = terminal.stream()
+    terminal.write("color alarm\r")
+    assert stream.expect(re.escape("\x1b[31malarm"), strip_ansi=False).group(0) == "\x1b[31malarm"
+    terminal.write("color calm\r")
+    assert stream.expect(r"calm\r\nfake\$ $").group(0) == "calm\r\nfake$ "  # the escapes are gone
+    with pytest.raises(dc.ExpectTimeout) as timed_out:
+        stream.expect("never printed", timeout=0.2)
+    assert isinstance(timed_out.value, TimeoutError)
+    assert timed_out.value.output == ""
+
+
+def test_output_iteration_ends_when_nothing_arrives(connected: Connected) -> None:
+    _, client = connected()
+    stream = client.terminals.create(cwd=CWD).stream()
+    assert list(stream.output(timeout=0.1)) == []
+
+
+def test_release_and_close_end_waits(fakes, make_client) -> None:
+    fake = fakes("capable")
+    client = make_client(fake)
+    client.connect()
+    terminal = client.terminals.create(cwd=CWD)
+    released = terminal.stream()
+    released.release()
+    with pytest.raises(dc.SubscriptionReleased):
+        released.expect("x")
+    errors = RecordingHandler[BaseException]("errors")
+    open_stream = terminal.stream(on_error=errors)
+    client.close()
+    with pytest.raises(dc.ClientClosed):
+        open_stream.expect("x")
+    assert open_stream.released
+    with pytest.raises(dc.ClientClosed):
+        terminal.stream()
+
+
+def test_the_output_buffer_is_bounded(connected: Connected, caplog) -> None:
+    _, client = connected()
+    terminal = client.terminals.create(cwd=CWD)
+    stream = terminal.stream(buffer_limit=40)
+    terminal.write("seq 200\r")
+    stream.expect("200\r\n")
+    assert stream.dropped > 0
+    assert "unread output over 40 characters" in caplog.text
+
+
+def test_pulling_works_with_a_manual_executor(connected: Connected) -> None:
+    _, client = connected(callback_executor="manual")
+    terminal = client.terminals.create(cwd=CWD)
+    stream = terminal.stream()
+    terminal.write("echo manual\r")
+    assert stream.expect(r"\nmanual").group(0) == "\nmanual"  # no process_events() needed
+
+
+# ------------------------------------------------------------------------------ several streams
+
+
+def test_two_streams_of_one_terminal_share_its_slot(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    first, second = RecordingHandler[str]("first"), RecordingHandler[str]("second")
+    one = terminal.stream(on_output=first)
+    two = terminal.stream(on_output=second)
+    assert one.slot == two.slot == 0
+    terminal.write("echo both\r")
+    first.wait_for()
+    second.wait_for()
+    one.release()
+    _settle(client)
+    assert _sent(fake, "unsubscribe_terminal_request") == []
+    terminal.write("echo second only\r")
+    two.expect("second only\r\n")
+    two.release()
+    _settle(client)
+    assert len(_sent(fake, "unsubscribe_terminal_request")) == 1
+    session = fake.sessions[client.client_id]
+    assert fake.terminals.slots(session) == {}
+
+
+def test_streams_of_two_terminals_get_their_own_frames(connected: Connected) -> None:
+    _, client = connected("capable", "loopback")
+    left, right = client.terminals.create(cwd=CWD), client.terminals.create(cwd=CWD)
+    left_stream, right_stream = left.stream(), right.stream()
+    assert (left_stream.slot, right_stream.slot) == (0, 1)
+    left.write("echo left\r")
+    right.write("echo right\r")
+    assert "right" not in left_stream.expect(r"\nleft\r\n").string
+    assert "left" not in right_stream.expect(r"\nright\r\n").string
+
+
+# ------------------------------------------------------------------------------ reconnects and faults
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("host", list(HOSTS))
+def test_a_stream_dropped_mid_stream_is_restored(connected: Connected, host: str, transport: str) -> None:
+    fake, client = connected(host, transport)
+    terminal = client.terminals.create(cwd=CWD)
+    snapshots = RecordingHandler[dc.TerminalState]("snapshots")
+    stream = terminal.stream(on_snapshot=snapshots)
+    snapshots.wait_for()
+    states = _reconnected(client)
+    fake.terminals.drop_mid_stream(terminal.id, after=3)
+    terminal.write("seq 50\r")
+    states.wait_for(predicate=lambda change: change[2] == "reconnected")
+    restored = snapshots.wait_for(2)[-1]  # the screen after the reconnect shows what was missed
+    assert "50" in restored.screen_lines()
+    assert len(_sent(fake, "subscribe_terminal_request")) == 2
+    received = "".join(stream.output(timeout=0.5))
+    assert received.startswith("seq 50\r\n1\r\n")
+    assert "\n50\r\n" not in received  # lost with the connection; the snapshot has it
+    terminal.write("echo after\r")
+    assert stream.expect(r"\nafter\r\n")
+
+
+def test_the_slot_map_is_rebuilt_after_a_reconnect(connected: Connected, caplog) -> None:
+    fake, client = connected("broadcast", "loopback")
+    left, right = client.terminals.create(cwd=CWD), client.terminals.create(cwd=CWD)
+    left_stream = left.stream()
+    heard = RecordingHandler[str]("right")
+    right_stream = right.stream(on_output=heard)
+    assert (left_stream.slot, right_stream.slot) == (0, 1)
+    left_stream.release()
+    states = _reconnected(client)
+    mark = len(fake.received)
+    fake.restart()  # a new server-side session numbers its slots from 0 again
+    states.wait_for(predicate=lambda change: change[2] == "reconnected")
+    fake.wait_for_frame("subscribe_terminal_request", since=mark)
+    _settle(client)
+    assert right_stream.slot == 0
+    heard.clear()
+    caplog.clear()
+    fake.send_raw(bytes([1, 1]) + b"stale slot", binary=True)  # the old number means nothing now
+    fake.send_raw(bytes([1, 0]) + b"current slot", binary=True)
+    _settle(client)
+    assert heard.items == ["current slot"]
+    assert "skipping binary frames" in caplog.text
+
+
+def test_unknown_opcodes_slots_and_families_are_ignored(connected: Connected, caplog) -> None:
+    fake, client = connected("capable", "loopback")
+    terminal = client.terminals.create(cwd=CWD)
+    outputs = RecordingHandler[str]("outputs")
+    snapshots = RecordingHandler[Any]("snapshots")
+    stream = terminal.stream(on_output=outputs, on_snapshot=snapshots)
+    snapshots.wait_for()
+    caplog.clear()
+    fake.terminals.inject_frame(0x05, 0, b'{"mode":"live"}')  # Restore (newest): tolerated, ignored
+    fake.terminals.inject_frame(0x10, 0, b"file-begin")  # the file transfer family
+    fake.terminals.inject_frame(0x7F, 0, b"future opcode")
+    fake.terminals.inject_frame(0x01, 9, b"a slot nobody holds")
+    fake.terminals.inject_frame(0x04, 9, b"{}")
+    fake.terminals.inject_frame(0x04, 0, b"not json")  # a broken snapshot: skipped, the stream lives on
+    for junk in [bytes([0x01]), b""]:  # too short to be terminal frames
+        fake.send_raw(junk, binary=True)
+    terminal.write("echo fine\r")
+    stream.expect(r"\nfine")
+    _settle(client)
+    assert outputs.items == ["echo fine\r\nfine\r\n\x1b[1mfake$\x1b[0m "]
+    assert len(snapshots) == 1
+    lines = [r for r in caplog.records if "skipping binary frames" in r.getMessage()]
+    assert len(lines) == 1
+    assert lines[0].levelno == logging.INFO
+    assert "unreadable snapshot skipped" in caplog.text
+    assert client.state is dc.ConnectionState.CONNECTED
+
+
+def test_a_terminal_that_ended_while_away_ends_its_stream(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    exits = RecordingHandler[Any]("exits")
+    stream = terminal.stream(on_exit=exits)
+    states = _reconnected(client)
+    fake.refuse_connections = True
+    fake.drop_connections()
+    states.wait_for(predicate=lambda change: change[1] is dc.ConnectionState.DISCONNECTED)
+    fake.terminals.kill(terminal.id)
+    fake.refuse_connections = False
+    exits.wait_for()  # "Terminal not found" when subscribing again
+    assert stream.exited
+    with pytest.raises(dc.TerminalExited):
+        stream.expect("x", timeout=1)
+
+
+def test_a_stream_released_while_away_is_unsubscribed_at_the_next_handshake(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    stream = terminal.stream()
+    states = _reconnected(client)
+    fake.refuse_connections = True
+    fake.drop_connections()
+    states.wait_for(predicate=lambda change: change[1] is dc.ConnectionState.DISCONNECTED)
+    stream.release()
+    fake.refuse_connections = False
+    states.wait_for(predicate=lambda change: change[2] == "reconnected")
+    fake.wait_for_frame("unsubscribe_terminal_request")
+    assert fake.terminals.slots(fake.sessions[client.client_id]) == {}
+    assert len(_sent(fake, "subscribe_terminal_request")) == 1
+
+
+def test_a_failed_restore_is_reported(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    errors = RecordingHandler[BaseException]("errors")
+    stream = terminal.stream(on_error=errors)
+    fake.on_request(
+        "subscribe_terminal_request",
+        lambda ctx: ctx.reply({"terminalId": terminal.id, "error": "No terminal stream slots available"}),
+    )
+    fake.drop_connections()
+    (error,) = errors.wait_for()
+    assert isinstance(error, dc.RpcError)
+    assert "No terminal stream slots available" in str(error)
+    with pytest.raises(dc.RpcError):
+        stream.expect("x", timeout=1)
+    assert not stream.exited
+
+
+def _held_subscriptions(fake: FakeDaemon) -> threading.Event:
+    """Hold every later ``subscribe_terminal_request`` until the returned event is set."""
+    answer = threading.Event()
+    subscribe = fake.registry.handler_for("subscribe_terminal_request")
+    assert subscribe is not None
+
+    def late(ctx: RequestContext) -> None:
+        answer.wait(10)
+        subscribe(ctx)
+
+    fake.on_request("subscribe_terminal_request", late)
+    return answer
+
+
+def test_a_subscription_that_timed_out_frees_its_slot(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    answer = _held_subscriptions(fake)
+    with pytest.raises(dc.RequestTimeout, match=r"got no reply within 0\.2 s"):
+        terminal.stream(timeout=0.2)
+    answer.set()  # the daemon gives it a slot after all; the unsubscribe sent meanwhile frees it
+    frame = fake.wait_for_frame("unsubscribe_terminal_request")
+    assert frame["message"]["terminalId"] == terminal.id
+    _settle(client)
+    assert fake.terminals.slots(fake.sessions[client.client_id]) == {}
+
+
+def test_a_stream_released_while_it_is_restored_frees_its_slot(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    terminal = client.terminals.create(cwd=CWD)
+    stream = terminal.stream()
+    answer = _held_subscriptions(fake)
+    states = _reconnected(client)
+    mark = len(fake.received)
+    fake.drop_connections()
+    states.wait_for(predicate=lambda change: change[2] == "reconnected")
+    fake.wait_for_frame("subscribe_terminal_request", since=mark)  # held by the fake
+    stream.release()
+    answer.set()
+    frame = fake.wait_for_frame("unsubscribe_terminal_request", since=mark)
+    assert frame["message"]["terminalId"] == terminal.id
+    _settle(client)
+    assert fake.terminals.slots(fake.sessions[client.client_id]) == {}
+
+
+def test_an_unusable_slot_is_a_protocol_error(connected: Connected) -> None:
+    fake, client = connected()
+    fake.on_request(
+        "subscribe_terminal_request", lambda ctx: ctx.reply({"terminalId": "t1", "slot": 300, "error": None})
+    )
+    with pytest.raises(dc.ProtocolError, match="unusable slot 300"):
+        client.terminals.ref("t1").stream()
+    assert client.terminals.ref("t1").write("x") == 1  # no slot: sent as terminal_input
+
+
+def test_a_process_that_ends_by_itself_ends_the_stream(connected: Connected) -> None:
+    fake, client = connected("selective", "loopback")
+    terminal = client.terminals.create(cwd=CWD)
+    lists = RecordingHandler[dc.TerminalsChanged]("lists")
+    client.terminals.subscribe(lists, cwd=CWD).ready.result(5)
+    exits = RecordingHandler[Any]("exits")
+    stream = terminal.stream(on_exit=exits)
+    fake.terminals.exit(terminal.id)
+    exits.wait_for()
+    lists.wait_for(predicate=lambda changed: changed.terminals == ())
+    assert stream.exited
+    assert terminal.refresh() is None
