@@ -11,6 +11,7 @@ are gone), with one log line.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -29,7 +30,7 @@ class TkExecutor:
     def __init__(self, root: tkinter.Misc, *, poll_ms: int = 10, batch: int = 500) -> None:
         if poll_ms < 1 or batch < 1:
             raise ValueError("poll_ms and batch must be at least 1")
-        self.root = root
+        self._root: tkinter.Misc | None = root  # None once stopped (see stop())
         self.callback_thread = threading.current_thread()
         """The Tk thread (the one that made this executor); callbacks run on it."""
         self._poll_ms = poll_ms
@@ -38,8 +39,13 @@ class TkExecutor:
         self._stopped = threading.Event()
         self._dropped = 0  # a count for the log line (approximate across threads)
         self._after_id: str | None = None  # Tk thread only
-        self._destroy_binding = root.bind("<Destroy>", self._on_destroy, add="+")
+        root.bind("<Destroy>", self._on_destroy, add="+")  # deleted with the root's commands
         self._schedule(poll_ms)
+
+    @property
+    def root(self) -> tkinter.Misc | None:
+        """The root polled, until it is destroyed (or :meth:`stop` is called): ``None`` then."""
+        return self._root
 
     @property
     def stopped(self) -> bool:
@@ -75,16 +81,19 @@ class TkExecutor:
         return ran
 
     def stop(self) -> None:
-        """Stop polling and drop what is queued. Tk thread; idempotent (the root's destruction calls it)."""
+        """Stop polling, drop what is queued and let go of the root. Tk thread; idempotent (the
+        root's destruction calls it).
+
+        Letting go matters: a Tk interpreter freed on another thread aborts the process, and
+        the client's dispatcher thread holds this executor until it ends."""
         if self._stopped.is_set():
             return
         self._stopped.set()
+        root, self._root = self._root, None
         after_id, self._after_id = self._after_id, None
-        if after_id is not None:
-            try:
-                self.root.after_cancel(after_id)
-            except Exception:  # noqa: BLE001 - the interpreter may be gone already
-                pass
+        if after_id is not None and root is not None:
+            with contextlib.suppress(Exception):  # the interpreter may be gone already
+                root.after_cancel(after_id)
         self._drop(0)
 
     # ------------------------------------------------------------------ Tk thread
@@ -95,13 +104,16 @@ class TkExecutor:
             self._schedule(1 if ran == self._batch else self._poll_ms)  # a burst goes on at once
 
     def _schedule(self, delay_ms: int) -> None:
+        root = self._root
+        if root is None:
+            return
         try:
-            self._after_id = self.root.after(delay_ms, self._tick)
+            self._after_id = root.after(delay_ms, self._tick)
         except Exception:  # noqa: BLE001 - TclError: the application was destroyed
             self.stop()
 
     def _on_destroy(self, event: tkinter.Event[tkinter.Misc]) -> None:
-        if event.widget is self.root:
+        if event.widget is self._root:
             self.stop()
 
     def _drop(self, extra: int) -> None:

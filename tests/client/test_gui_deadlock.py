@@ -39,7 +39,7 @@ class LoopThread:
         def job() -> None:
             try:
                 box.put(fn())
-            except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            except BaseException as exc:  # handed back to the test
                 box.put(exc)
 
         self.post(job)
@@ -102,7 +102,8 @@ def test_a_named_executor_thread_cannot_wait_for_callbacks(fakes, make_client, l
     _fake, client, agent_id = _client(fakes, make_client, callback_executor=NamedExecutor(loop))
     outcome = loop.call(_waits(client, agent_id)[case])  # no callback has run yet: the executor named it
     assert isinstance(outcome, dc.WouldDeadlock), outcome
-    assert "worker thread" in str(outcome) and "callback form" in str(outcome)
+    assert "worker thread" in str(outcome)
+    assert "callback form" in str(outcome)
     assert client.flush_callbacks(5)  # any other thread waits as before
     assert _waits(client, agent_id)["providers.wait_for_ready()"]() is not None
 

@@ -3,6 +3,7 @@ events still arrive, and WouldDeadlock on the Tk thread."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -46,15 +47,19 @@ def display() -> Iterator[str]:
         server.wait(10)
 
 
+ROOTS: list[Any] = []
+"""Every root made, kept to the end: a Tk interpreter freed on another thread (a test's client
+collected there by the garbage collector, with a callback that holds the root) aborts the process."""
+
+
 @pytest.fixture
 def root(display: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("DISPLAY", display)
     made = tkinter.Tk()
+    ROOTS.append(made)
     yield made
-    try:
+    with contextlib.suppress(tkinter.TclError):  # destroyed by the test
         made.destroy()
-    except tkinter.TclError:
-        pass  # destroyed by the test
 
 
 def pump(root: Any, until: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -119,6 +124,7 @@ def test_the_root_destroyed_while_events_still_arrive(root, fakes, make_client, 
     client.close()  # closes cleanly; no Tk call from any thread
     assert seen == list(range(11))
     assert executor.pending == 0
+    assert executor.root is None  # let go of, so that no other thread frees the interpreter
     assert "dropping" in caplog.text
 
 
