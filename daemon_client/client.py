@@ -343,7 +343,8 @@ class Client:
     def flush_callbacks(self, timeout: float = 5.0) -> bool:
         """Wait until every callback queued so far has run; False on timeout.
 
-        Raises :class:`~daemon_client.errors.WouldDeadlock` on the callback thread. In
+        Raises :class:`~daemon_client.errors.WouldDeadlock` on the callback thread (with a
+        ``callback_executor``: also on the executor's thread, e.g. a GUI thread). In
         manual mode callbacks only ever run inside ``process_events()``: called on the thread
         that runs ``process_events()`` (or when no live thread does), this drains the queue
         there; called from another thread, it waits for that loop to run them.

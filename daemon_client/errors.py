@@ -205,6 +205,8 @@ class ExpectTimeout(DaemonClientError, TimeoutError):
 class WouldDeadlock(DaemonClientError):
     """A wait on the callback thread for something only that thread can deliver.
 
+    The callback thread is the dispatcher thread, or with a ``callback_executor`` (a GUI
+    executor, ``"manual"``) your own thread that runs the callbacks, outside callbacks too.
     Waiting there would hang forever; do the wait from another thread, or react in a
     callback instead of waiting.
     """

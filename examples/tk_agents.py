@@ -1,8 +1,8 @@
 """A Tkinter window listing the agents and their statuses, live.
 
-Every client callback runs on the Tk thread: ``callback_executor=lambda fn: root.after(0, fn)``
-hands each one to Tk, so callbacks may touch widgets. That hand-over waits until Tk serves
-it, so the window closes the client on a helper thread while Tk keeps serving, then goes.
+Every client callback runs on the Tk thread: ``callback_executor=tk_executor(root)`` queues
+each one without touching Tk and runs it from Tk's own loop, in order, so callbacks may
+touch widgets, and the window can close the client from the Tk thread and go.
 
     python examples/tk_agents.py
     python examples/tk_agents.py --duration 5 --screenshot agents.png   # needs ImageMagick
@@ -14,20 +14,19 @@ import argparse
 import shutil
 import subprocess
 import sys
-import threading
 import tkinter as tk
 from tkinter import ttk
 
 from _embedded import add_common_arguments, daemon
 
 import daemon_client as dc
+from daemon_client.gui import tk_executor
 
 
 class AgentsWindow:
     def __init__(self, root: tk.Tk, client: dc.Client) -> None:
         self.root, self.client = root, client
-        self.failed = False
-        self.closer: threading.Thread | None = None
+        self.failed = self.closed = False
         root.title("Paseo agents")
         ttk.Style(root).theme_use("clam")
         frame = ttk.Frame(root, padding=8)
@@ -89,20 +88,12 @@ class AgentsWindow:
             print(f"screenshot saved to {path}", flush=True)
 
     def close(self) -> None:
-        """Close the client on a helper thread while Tk serves the callbacks still handed over."""
-        if self.closer is not None:
+        """Close the client, then the window (the executor drops what arrives after that)."""
+        if self.closed:
             return
-        closer = self.closer = threading.Thread(target=self.client.close, name="close-client")
-        closer.start()
-
-        def wait() -> None:
-            if closer.is_alive():
-                self.root.after(20, wait)
-            else:
-                closer.join()
-                self.root.destroy()
-
-        wait()
+        self.closed = True
+        self.client.close()
+        self.root.destroy()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with daemon(args) as url:
         root = tk.Tk()
-        client = dc.Client(url, password=args.password, callback_executor=lambda fn: root.after(0, fn))
+        client = dc.Client(url, password=args.password, callback_executor=tk_executor(root))
         try:
             window = AgentsWindow(root, client)
             root.after_idle(window.start)

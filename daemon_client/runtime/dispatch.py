@@ -4,7 +4,7 @@ The reader (and other internal threads) ``post`` callables; they run one at a ti
 in posting order, on exactly one of:
 
 * the client's dispatcher thread (default);
-* the user's executor (``callback_executor=post_fn``, e.g. ``lambda fn: root.after(0, fn)``):
+* the user's executor (``callback_executor=post_fn``, e.g. ``daemon_client.gui.tk_executor(root)``):
   the dispatcher thread hands each callable to ``post_fn`` in order, so a slow
   ``post_fn`` never stalls the reader;
 * the application's own thread, in ``"manual"`` mode, inside ``process_events()`` only
@@ -12,6 +12,12 @@ in posting order, on exactly one of:
 
 Once stopped (``close()``), nothing is queued any more: ``post`` returns ``False`` and the
 caller decides (a future's done-callback then runs at once on the adding thread).
+
+In executor and manual modes the dispatcher learns which thread runs the callbacks: the one
+an executor names (its ``callback_thread`` attribute, a :class:`threading.Thread`), else the
+thread that runs the first callback (forgotten for good if a later one runs elsewhere: a
+pool has no single callback thread). Waiting on that thread for callback-delivered work
+raises :class:`WouldDeadlock` at once (:meth:`Dispatcher.check_can_wait`).
 
 Every exception a callback raises is caught here, logged with its traceback and passed
 to ``on_callback_error``; in strict mode it is also kept for :meth:`raise_errors`.
@@ -69,6 +75,11 @@ class Dispatcher:
         # Manual mode: one process_events() at a time; _loop_thread is the thread that ran it last.
         self._loop_lock = threading.Lock()
         self._loop_thread: threading.Thread | None = None  # written under _loop_lock
+        # Executor and manual modes: the thread that runs callbacks (see the module docstring).
+        named = getattr(executor, "callback_thread", None)
+        self._owner_named = isinstance(named, threading.Thread)
+        self._owner: int | None = named.ident if isinstance(named, threading.Thread) else None
+        self._owner_varies = False  # set once callbacks ran on two threads (never reset)
 
     # ------------------------------------------------------------------ posting
     @property
@@ -111,6 +122,11 @@ class Dispatcher:
         """True on the thread that delivers callbacks (dispatcher thread or a callback)."""
         return self.in_callback() or threading.get_ident() == self._thread_ident
 
+    def on_owner_thread(self) -> bool:
+        """True on the thread that runs callbacks in executor or manual mode (e.g. a GUI
+        thread), outside a callback too; see the module docstring."""
+        return not self._owner_varies and self._owner is not None and self._owner == threading.get_ident()
+
     def check_can_wait(self, what: str) -> None:
         """Raise :class:`WouldDeadlock` if waiting for ``what`` here could never end."""
         if self.on_dispatch_thread():
@@ -118,6 +134,21 @@ class Dispatcher:
                 f"{what} is delivered by the callback thread, and this call is running on it: "
                 "the wait could never end. Wait from another thread, or react in a callback."
             )
+        if self.on_owner_thread():
+            where = "process_events()" if self.manual else "the callback executor"
+            raise WouldDeadlock(
+                f"{what} is delivered by callbacks that {where} runs on this thread, which would be "
+                "blocked waiting for them: the wait could never end. Use the callback form instead "
+                "(subscribe with a callback and return to the event loop), or call this from a worker thread."
+            )
+
+    def _learn_owner(self) -> None:
+        """Note the thread delivering a callback (executor and manual modes)."""
+        ident = threading.get_ident()
+        if self._owner is None:
+            self._owner = ident
+        elif self._owner != ident and not self._owner_named:
+            self._owner_varies = True
 
     def invoke(self, fn: Callable[..., object], *args: object) -> None:
         """Call one user callback inside a running job, isolating its errors (callback thread)."""
@@ -163,9 +194,14 @@ class Dispatcher:
                 self._run(fn)
             else:
                 try:
-                    executor(lambda fn=fn: self._run(fn))  # type: ignore[misc, operator]
+                    executor(lambda fn=fn: self._deliver(fn))  # type: ignore[misc, operator]
                 except BaseException as exc:  # noqa: BLE001
                     self._report(exc, executor)
+
+    def _deliver(self, fn: Callback) -> None:
+        """Executor mode: run one callable on the executor's thread."""
+        self._learn_owner()
+        self._run(fn)
 
     def process_events(self, timeout: float | None = 0.0, max_events: int | None = None) -> int:
         """Manual mode: run pending callbacks on the calling thread; return how many ran.
@@ -200,6 +236,7 @@ class Dispatcher:
             if item is _STOP:
                 self._queue.put(_STOP)
                 break
+            self._learn_owner()
             self._run(item)  # type: ignore[arg-type]
             ran += 1
         return ran
@@ -212,7 +249,11 @@ class Dispatcher:
         this waits for that loop to run what was queued (callbacks never run on the waiting
         thread). After ``stop()``: waits for what was queued before it.
         """
-        self.check_can_wait("flush_callbacks()")
+        if self.manual:  # on the loop's own thread the queue is drained here (no deadlock)
+            if self.in_callback():
+                self.check_can_wait("flush_callbacks()")
+        else:
+            self.check_can_wait("flush_callbacks()")
         done = threading.Event()
         posted = self.post(done.set)
         if not self.manual:

@@ -30,7 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 GENERATED = {"readme.md": "README.md", "changelog.md": "CHANGELOG.md"}
 """Site page -> the repository file it shows as it is."""
-SCREENSHOTS = {"tk_agents.py": ("images/tk-example.png", "The Tk example, listing three agents")}
+SCREENSHOTS = {
+    "tk_agents.py": ("images/tk-example.png", "The Tk example, listing three agents"),
+    "qt_agents.py": ("images/qt-example.png", "The Qt example: three agents beside the selected one's timeline"),
+}
 """Example -> (image under docs/, its alt text), shown above the example's source."""
 LINK = re.compile(r"(?<=\]\()(?P<target>[^)\s#]*)(?P<fragment>#[^)\s]*)?(?=\))")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)
@@ -63,7 +66,7 @@ def _summary(path: Path) -> str:
 def example_page(path: Path) -> str:
     """The page of one example."""
     source = path.read_text(encoding="utf-8")
-    fence = "`" * max(3, *(len(run) + 1 for run in re.findall(r"`+", source)))
+    fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`+", source))])
     language = "python" if path.suffix == ".py" else "sh"
     lines = [f"# `{path.name}`", "", _description(path), ""]
     if path.name in SCREENSHOTS:

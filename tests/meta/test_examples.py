@@ -1,5 +1,6 @@
 """The runnable examples of ``examples/``: each runs in-process against its embedded daemon
-(or a URL), and its output shows that it did its job. The Tk example runs under Xvfb."""
+(or a URL), and its output shows that it did its job. The Tk example runs under Xvfb, the Qt
+one on Qt's offscreen platform."""
 
 from __future__ import annotations
 
@@ -265,6 +266,21 @@ def test_tk_agents(xvfb_display: str, tmp_path: Path) -> None:
         assert f"screenshot saved to {png}" in done.stdout, done.stdout
         assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), "not a PNG"
         assert png.stat().st_size > 1000
+
+
+def test_qt_agents(tmp_path: Path) -> None:
+    pytest.importorskip("PySide6.QtWidgets", reason="PySide6 is not installed (pip install -e '.[qt]')")
+    png = tmp_path / "agents.png"
+    command = [sys.executable, str(EXAMPLES / "qt_agents.py"), "--duration", "2.5", "--screenshot", str(png)]
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ": running" in done.stdout, done.stdout
+    assert ": idle" in done.stdout, done.stdout
+    assert re.search(r"timeline: \d+ rows of history", done.stdout), done.stdout
+    assert f"screenshot saved to {png}" in done.stdout, done.stdout
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n"), "not a PNG"
+    assert png.stat().st_size > 1000
 
 
 @pytest.mark.parametrize("kind", ["capable", *OLDER])
