@@ -310,3 +310,40 @@ def test_a_lagging_project_cache_resynchronises(fakes: Any, make_client: Any, he
         _flush(client)
     assert sorted(p.project_id for p in cache) == sorted(f"p{i}" for i in range(8))
     cache.close()
+
+
+def test_a_replacement_is_never_skipped_and_follows_the_lagged_event(fakes: Any, make_client: Any, held: Held) -> None:
+    # only capable hosts announce a replacement
+    fake, client = _connected(fakes, make_client, "capable", flow_control=SMALL)
+    agent_id = fake.agents.upsert(title="streamer")["id"]
+    client.agents.ref(agent_id).timeline.subscribe(held).ready.result(5)
+    _append(fake, agent_id, 1)
+    assert held.entered.wait(5)
+    _append(fake, agent_id, 10)
+    fake.timeline.replace_history(agent_id)
+    client.ping()
+    held.gate.set()
+    _flush(client)
+    kinds = [u.type for u in held.items]
+    assert kinds == ["timeline"] * 4 + ["lagged", "replacement"]
+    assert held.items[4].event.dropped == 7
+    assert held.items[5].event.epoch == fake.timeline.epoch(agent_id)
+
+
+def test_the_backlog_counts_admitted_jobs_until_they_ran() -> None:
+    from daemon_client.runtime.backlog import Backlog, frame_cost
+
+    recovered: list[int] = []
+    backlog = Backlog(dc.FlowControl(max_events=4, max_bytes=1000))
+    backlog.on_recovered(lambda: recovered.append(backlog.stats().queued_events))
+    assert [backlog.admit(10) for _ in range(5)] == [True] * 4 + [False]
+    assert backlog.lagging
+    backlog.done(10)
+    assert not backlog.admit(10)  # still over the low-water mark: refused until it drained
+    backlog.done(10)
+    assert recovered == [2]
+    assert not backlog.lagging
+    assert backlog.admit(990)
+    assert not backlog.admit(1)  # the bytes limit
+    assert frame_cost({"text": "x" * 100}) > 100
+    assert frame_cost({"a": [1, {"b": "cd"}]}) < 64
