@@ -24,13 +24,40 @@ from bench.measures import (
     stream_throughput,
     timed,
 )
-from bench.measures_load import reconnect_restore, rss_growth, slow_consumer
+from bench.measures_load import flow_controlled_consumer, reconnect_restore, rss_growth, slow_consumer
 from bench.measures_relay import relay_stream_throughput
 
 SIZES = {
-    "quick": {"stream": 20_000, "latency": 300, "subs": 1000, "rss": 100_000, "slow": 2_000, "restore": 100},
-    "full": {"stream": 200_000, "latency": 3000, "subs": 1000, "rss": 1_000_000, "slow": 50_000, "restore": 100},
-    "tiny": {"stream": 500, "latency": 20, "subs": 20, "rss": 50_000, "slow": 100, "restore": 5},
+    "quick": {
+        "stream": 20_000,
+        "latency": 300,
+        "subs": 1000,
+        "rss": 100_000,
+        "slow": 2_000,
+        "restore": 100,
+        "flow": 20_000,
+        "flow_max": 2_000,
+    },
+    "full": {
+        "stream": 200_000,
+        "latency": 3000,
+        "subs": 1000,
+        "rss": 1_000_000,
+        "slow": 50_000,
+        "restore": 100,
+        "flow": 200_000,
+        "flow_max": 10_000,
+    },
+    "tiny": {
+        "stream": 500,
+        "latency": 20,
+        "subs": 20,
+        "rss": 50_000,
+        "slow": 100,
+        "restore": 5,
+        "flow": 1_000,
+        "flow_max": 50,
+    },
 }
 
 
@@ -44,6 +71,7 @@ def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
         lambda: rss_growth(size["rss"]),
         lambda: memory_per_subscription(size["subs"]),
         lambda: slow_consumer(size["slow"]),
+        lambda: flow_controlled_consumer(size["flow"], size["flow_max"]),
         import_time,
     ]
 

@@ -13,7 +13,7 @@ from bench.measures import Figure, _percentiles
 from bench.servers import LoopbackServer, reply, stream_frame
 
 BATCH = 50_000
-QUEUE_POLICY = "unbounded and in order: a slow callback holds events in memory, never replies (docs/threading.md)"
+QUEUE_POLICY = "in order, bounded by FlowControl (default 100,000 events or 256 MiB; docs/threading.md); never replies"
 
 
 def _rss_bytes() -> int:
@@ -103,6 +103,58 @@ def slow_consumer(events: int) -> Figure:
     return Figure("requests beside a slow consumer, p50", p50 * 1000, "ms", "< 5 ms", p50 < 0.005,
                   {"p99_ms": round(p99 * 1000, 2), "backlog_events": queued, "events": events,
                    "backlog_rss_mib": round(peak / 2**20, 1), "queue_policy": QUEUE_POLICY})  # fmt: skip
+
+
+def flow_controlled_consumer(events: int, max_events: int) -> Figure:
+    """A handler sleeping 1 ms per event under an ``events`` stream with ``FlowControl(max_events)``:
+    RSS growth, requests meanwhile, and exact accounting (rows received + ``lagged`` ranges)."""
+    server = _stream_server(events)
+    latencies: list[float] = []
+    state = {"received": 0, "dropped": 0, "next": 1, "gapless": True, "lagged": 0}
+    done = threading.Event()
+
+    def handler(update: dc.TimelineUpdate) -> None:
+        event = update.event
+        if isinstance(event, dc.Lagged):
+            state["dropped"] += event.dropped
+            state["lagged"] += 1
+            state["gapless"] &= (
+                event.first_seq == state["next"] and event.dropped == (event.last_seq or 0) - state["next"] + 1
+            )
+            state["next"] = (event.last_seq or 0) + 1
+        elif update.seq is not None:  # a row (the close's error event is not one)
+            time.sleep(0.001)
+            state["received"] += 1
+            state["gapless"] &= update.seq == state["next"]
+            state["next"] += 1
+        if state["received"] + state["dropped"] == events:
+            done.set()
+
+    flow = dc.FlowControl(max_events=max_events)
+    try:
+        with dc.connect(server.url, heartbeat=dc.Heartbeat(enabled=False), flow_control=flow) as client:
+            gc.collect()
+            before = _rss_bytes()
+            client.agents.ref("agent").timeline.subscribe(handler).ready.result(30)
+            client.request_async({"type": "blast", "batches": 1}, timeout=600)
+            peak = 0
+            while (not done.is_set() or len(latencies) < 5) and len(latencies) < 400:
+                started = time.perf_counter()
+                client.request({"type": "echo_request"})
+                latencies.append(time.perf_counter() - started)
+                peak = max(peak, _rss_bytes() - before)
+                time.sleep(0.01)
+            done.wait(max_events * 0.005 + 60)
+    finally:
+        server.close()
+    p50, p99 = _percentiles(latencies)
+    exact = bool(state["gapless"]) and state["received"] + state["dropped"] == events
+    growth_ok = peak <= 30 * 2**20
+    return Figure("flow control beside a slow consumer, RSS growth", peak / 2**20, "MiB",
+                  "<= 30 MiB, p50 < 5 ms, exact", growth_ok and p50 < 0.005 and exact,
+                  {"events": events, "max_events": max_events, "p50_ms": round(p50 * 1000, 2),
+                   "p99_ms": round(p99 * 1000, 2), "received": state["received"], "dropped": state["dropped"],
+                   "lagged_events": state["lagged"], "accounting_exact": exact})  # fmt: skip
 
 
 def _restore_server(observations: int) -> LoopbackServer:

@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from daemon_client.protocol.timeline import AttentionRequired as AttentionRequired
     from daemon_client.protocol.timeline import Compaction as Compaction
     from daemon_client.protocol.timeline import ErrorItem as ErrorItem
+    from daemon_client.protocol.timeline import Lagged as Lagged
     from daemon_client.protocol.timeline import Notification as Notification
     from daemon_client.protocol.timeline import PermissionRequested as PermissionRequested
     from daemon_client.protocol.timeline import PermissionResolved as PermissionResolved
@@ -128,10 +129,12 @@ if TYPE_CHECKING:
     from daemon_client.protocol.worktrees import Worktree as Worktree
     from daemon_client.protocol.worktrees import WorktreeArchive as WorktreeArchive
     from daemon_client.protocol.worktrees import WorktreeInfo as WorktreeInfo
+    from daemon_client.runtime.backlog import FlowControl as FlowControl
     from daemon_client.state import ConnectionState as ConnectionState
     from daemon_client.subscriptions.config import ConfigSubscription as ConfigSubscription
     from daemon_client.subscriptions.directory import DirectoryObservation as DirectoryObservation
     from daemon_client.subscriptions.events import EventSubscription as EventSubscription
+    from daemon_client.subscriptions.flow import ClientStats as ClientStats
     from daemon_client.subscriptions.terminal_directory import (
         TerminalDirectorySubscription as TerminalDirectorySubscription,
     )
@@ -186,6 +189,9 @@ _LAZY: dict[str, str] = {
     "ForkContext": "daemon_client.protocol.agent_settings",
     "ExpectTimeout": "daemon_client.errors",
     "Heartbeat": "daemon_client.config",
+    "FlowControl": "daemon_client.runtime.backlog",
+    "ClientStats": "daemon_client.subscriptions.flow",
+    "Lagged": "daemon_client.protocol.timeline",
     "HostKind": "daemon_client.protocol.hosts",
     "InsecureCredentials": "daemon_client.errors",
     "NotConnected": "daemon_client.errors",

@@ -31,6 +31,7 @@ from daemon_client.namespaces import Namespaces
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionPong
+from daemon_client.runtime.backlog import FlowControl
 from daemon_client.runtime.connection import Connection, ConnectionOptions
 from daemon_client.runtime.context import ClientContext
 from daemon_client.runtime.dispatch import CallbackExecutor, Dispatcher, next_name
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from daemon_client.config_namespace import ConfigNamespace
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
+    from daemon_client.subscriptions.flow import ClientStats
     from daemon_client.terminals import TerminalsNamespace
     from daemon_client.workspaces import WorkspacesNamespace
 
@@ -83,6 +85,10 @@ class Client:
         heartbeat: the :class:`Heartbeat` settings.
         callback_executor: ``None`` (a dispatcher thread), ``"manual"`` (callbacks
             run inside :meth:`process_events`), or ``post(fn)`` for GUI loops.
+        flow_control: how much the callback queue may hold (:class:`FlowControl`; default
+            100,000 events or 256 MiB): over it, observations skip pushes and are told
+            exactly what they missed (``lagged`` events, fresh snapshots). See
+            ``docs/threading.md``. ``FlowControl(None, None)`` queues without bound.
         on_callback_error: called with every exception a callback raises.
         strict: keep callback errors and raise them from :meth:`raise_callback_errors`
             and :meth:`close` (for tests).
@@ -114,6 +120,7 @@ class Client:
         reconnect: ReconnectPolicy | None = None,
         heartbeat: Heartbeat | None = None,
         callback_executor: CallbackExecutor = None,
+        flow_control: FlowControl | None = None,
         on_callback_error: Callable[[BaseException], None] | None = None,
         strict: bool = False,
         transport_factory: Callable[[], Transport] | None = None,
@@ -165,6 +172,7 @@ class Client:
             on_error=on_callback_error,
             strict=strict,
             logger=self._log.getChild("dispatch"),
+            flow_control=flow_control,
         )
         self._timers = TimerThread(f"{self._name}-timer")
         self._requests = RequestTable(self._timers, self._dispatcher.post_or_run)
@@ -350,6 +358,12 @@ class Client:
         there; called from another thread, it waits for that loop to run them.
         """
         return self._dispatcher.flush(timeout)
+
+    def stats(self) -> ClientStats:
+        """Flow control now: ``queued_events``/``queued_bytes`` admitted to the callback queue
+        and not yet run, whether it is lagging, and per observation how many pushes were
+        skipped (``observations``). Any thread; cheap."""
+        return self._namespaces.stats()
 
     def raise_callback_errors(self) -> None:
         """Strict mode: raise ``CallbackError`` for the first callback error not raised yet."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from daemon_client.providers import ProvidersNamespace
     from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager
     from daemon_client.subscriptions.events import EventManager
+    from daemon_client.subscriptions.flow import ClientStats, FlowPolicy
     from daemon_client.subscriptions.lifecycle import LifecycleHooks, SubscriptionLink
     from daemon_client.subscriptions.timeline import TimelineManager
     from daemon_client.terminals import TerminalsNamespace
@@ -43,6 +44,20 @@ class Namespaces:
         self._lock = threading.RLock()  # guards _built and _managers; builders run under it
         self._built: dict[str, Any] = {}
         self._managers: list[LifecycleHooks] = []
+        self._flow: FlowPolicy | None = None  # built with the first link, under _lock
+
+    def flow(self) -> FlowPolicy:
+        """The client's one flow-control policy, shared by every subscription manager."""
+        with self._lock:
+            if self._flow is None:
+                from daemon_client.subscriptions.flow import FlowPolicy
+
+                self._flow = FlowPolicy(self._context.dispatcher)
+            return self._flow
+
+    def stats(self) -> ClientStats:
+        """The callback backlog and the flow-control counters of every observation."""
+        return self.flow().stats()
 
     def _get(self, name: str, build: Callable[[], T]) -> T:
         with self._lock:
@@ -61,6 +76,7 @@ class Namespaces:
             host_kind=lambda: connection.host_kind,
             reset_transport=connection.reset_transport,
             dispatcher=self._context.dispatcher,
+            flow=self.flow(),
         )
 
     def _attach(self, manager: LifecycleHooks, routes: dict[str, PushHandler]) -> None:

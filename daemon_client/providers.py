@@ -79,7 +79,9 @@ class ProvidersNamespace:
         older hosts share one event set; the oldest broadcast every update). Returns the
         handle: callable to release, ``ready``, ``release()``, context manager.
         """
-        return self._events.subscribe(EVENT, handler, parse_update, on_restored=on_restored, on_error=on_error)
+        return self._events.subscribe(
+            EVENT, handler, parse_update, on_restored=on_restored, on_error=on_error, coalesce=True
+        )
 
     def wait_for_ready(self, cwd: str | None = None, timeout: float = 60.0) -> ProviderSnapshot:
         """Wait until no provider is ``loading`` and return that catalog (protocol.md 7.5).

@@ -292,6 +292,27 @@ class SubscriptionError:
     exception: BaseException | None = attrs.field(default=None, eq=False, repr=False)
 
 
+@attrs.frozen
+class Lagged:
+    """Local: the callback queue was over its limit (``Client(flow_control=)``), so live
+    events of this subscription were skipped; delivered once the backlog drained, before
+    the next live event.
+
+    ``dropped`` counts every skipped frame. ``first_seq``/``last_seq``/``epoch`` bound the
+    skipped canonical rows (``None`` when only non-row events were skipped); those read
+    back with ``agent.timeline.refetch(direction="after", cursor=(epoch, first_seq - 1))``.
+    ``skipped_types`` names the non-row event types skipped (e.g. ``turn_completed``),
+    each once, in the order first seen.
+    """
+
+    dropped: int
+    first_seq: int | None = None
+    last_seq: int | None = None
+    epoch: str | None = None
+    skipped_types: tuple[str, ...] = ()
+    type: str = "lagged"
+
+
 StreamEvent = (
     TimelineEvent
     | ThreadStarted
@@ -304,7 +325,7 @@ StreamEvent = (
     | AttentionRequired
     | UnknownEvent
 )
-LocalEvent = SubscriptionRestored | Replacement | SubscriptionError
+LocalEvent = SubscriptionRestored | Replacement | SubscriptionError | Lagged
 _EVENTS: dict[str, type[Any]] = {
     "thread_started": ThreadStarted,
     "turn_started": TurnStarted,

@@ -10,6 +10,10 @@ in posting order, on exactly one of:
 * the application's own thread, in ``"manual"`` mode, inside ``process_events()`` only
   (one caller at a time; ``flush()`` from another thread waits for that loop).
 
+Pushes that may be skipped go through :meth:`Dispatcher.post_admitted`, which counts them
+against the client's :class:`~daemon_client.runtime.backlog.FlowControl` and refuses them
+while the backlog is over a limit (:mod:`daemon_client.runtime.backlog`).
+
 Once stopped (``close()``), nothing is queued any more: ``post`` returns ``False`` and the
 caller decides (a future's done-callback then runs at once on the adding thread).
 
@@ -34,6 +38,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from daemon_client.errors import CallbackError, WouldDeadlock
+from daemon_client.runtime.backlog import Backlog, FlowControl
 
 Callback = Callable[[], None]
 Executor = Callable[[Callback], object]
@@ -55,6 +60,7 @@ class Dispatcher:
         strict: bool = False,
         logger: logging.Logger | None = None,
         slow_callback_seconds: float = 1.0,
+        flow_control: FlowControl | None = None,
     ) -> None:
         if executor is not None and executor != "manual" and not callable(executor):
             raise TypeError("callback_executor must be None, 'manual' or a callable post(fn)")
@@ -64,6 +70,10 @@ class Dispatcher:
         self._strict = strict
         self._log = logger or logging.getLogger("daemon_client.runtime.dispatch")
         self._slow = slow_callback_seconds
+        if flow_control is not None and not isinstance(flow_control, FlowControl):
+            raise TypeError("flow_control must be a FlowControl or None")
+        self.backlog = Backlog(flow_control)
+        """The admitted backlog of skippable pushes (see :meth:`post_admitted`)."""
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()  # thread-safe; put under _start_lock
         self._local = threading.local()
         self._errors: list[BaseException] = []  # guarded by _errors_lock
@@ -107,6 +117,24 @@ class Dispatcher:
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
         return True
+
+    def post_admitted(self, fn: Callback, cost: int) -> bool:
+        """Queue a skippable push of ``cost`` estimated bytes, unless the backlog is over a
+        limit or the dispatcher stopped (``False``: not queued, the caller decides). Never blocks."""
+        backlog = self.backlog
+        if not backlog.admit(cost):
+            return False
+
+        def job() -> None:
+            try:
+                fn()
+            finally:
+                backlog.done(cost)
+
+        if self.post(job):
+            return True
+        backlog.done(cost)
+        return False
 
     def post_or_run(self, fn: Callback) -> None:
         """Queue ``fn``; once stopped, run it at once on this thread (errors isolated)."""

@@ -25,6 +25,10 @@ and receives every later update. An observation skips only the updates that arri
 is restoring, which its new snapshot covers; others of the family that are live already
 keep receiving them. Every snapshot an observation receives is also handed to the
 manager's snapshot listeners (handles refresh the items it contains).
+
+Flow control (:mod:`daemon_client.subscriptions.flow`): while the callback queue is over its
+limit, updates are skipped; once it drained, the observation re-reads its snapshot (a plain
+read), skips updates until that reply, delivers it through ``snapshot`` and continues.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from daemon_client.protocol.models import SessionMessage
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.pushes import RouteTable
 from daemon_client.runtime.requests import CallbackFuture
+from daemon_client.subscriptions.flow import Lag, LagSummary
 from daemon_client.subscriptions.lifecycle import (
     RELEASE_REQUEST,
     SubscriptionLink,
@@ -138,6 +143,8 @@ class DirectoryObservation(Generic[S]):
         self._view: dict[str, Any] | None = None
         self._base: Any = None
         self._first_snapshot: Memo[S] | None = None
+        self._lag: Lag = manager.flow.lag(lambda: repr(self), self._recover)
+        """What flow control skipped for this observation (see :mod:`daemon_client.subscriptions.flow`)."""
 
     @property
     def subscription_id(self) -> str | None:
@@ -198,6 +205,15 @@ class DirectoryObservation(Generic[S]):
 
     def __repr__(self) -> str:
         return f"<{self._manager.family.name} observation {self._subscription_id} {self.state.value}>"
+
+    def _recover(self, _summary: LagSummary) -> Callable[[], None] | None:
+        """Under the lag's lock: updates were skipped. Keep skipping and re-read the snapshot;
+        its reply (ordered after every skipped update) becomes the new snapshot."""
+        subscription_id = self._subscription_id
+        if self.state is not ObservationState.LIVE or subscription_id is None:
+            return None  # a restore's snapshot covers what was skipped
+        self._lag.hold()
+        return lambda: self._manager.resync(self, subscription_id)
 
     # -------------------------------------------------------------- callback-thread jobs
     def _activate(self, callbacks: Callbacks) -> None:
@@ -268,6 +284,7 @@ class DirectoryManager(Generic[S, U, E]):
         self._link = link
         self._submit = link.submit
         self._host_kind = link.host_kind
+        self.flow = link.flow
         self._lock = threading.Lock()
         self._observations: list[DirectoryObservation[S]] = []
         self._routes: RouteTable[DirectoryObservation[S]] = RouteTable()
@@ -404,7 +421,10 @@ class DirectoryManager(Generic[S, U, E]):
         if capable:
             self._routes.add(subscription_id, observation)
         memo: Memo[S] = Memo(lambda: self.family.parse_list(payload))
-        if not restored:
+        if restored:
+            with observation._lag.lock:  # the restore's snapshot covers what flow control skipped
+                observation._lag.clear()
+        else:
             observation._first_snapshot = memo
         self.dispatcher.post(lambda: observation._reset(subscription_id, memo))
 
@@ -438,13 +458,49 @@ class DirectoryManager(Generic[S, U, E]):
         if not targets:
             _log.debug("%s with no live observation dropped", message.type)
             return
-        post = self.dispatcher.post
+        cost = self.flow.cost(payload)
         for target in targets:
             # stamped with the ID it is routed under: a job that runs after a re-establishment is dropped
-            post(lambda target=target, sid=subscription_id or target.subscription_id: target._update(sid, memo))  # type: ignore[misc]
+            self.flow.offer(
+                target._lag,
+                lambda target=target, sid=subscription_id or target.subscription_id: target._update(sid, memo),  # type: ignore[misc]
+                cost,
+                lambda lag: lag.record(kind=message.type),
+            )
         listeners = self._listeners
-        if listeners:
-            post(lambda: self._notify_listeners(listeners, memo))
+        if listeners and not self.dispatcher.backlog.lagging:  # skipped with the updates: resyncs refresh handles
+            self.dispatcher.post(lambda: self._notify_listeners(listeners, memo))
+
+    def resync(self, observation: DirectoryObservation[S], subscription_id: str) -> None:
+        """Re-read a lagging observation's snapshot (a plain read: no new observation). Updates
+        stay skipped until the reply, which the reader thread handles in wire order."""
+        try:
+            self._submit(
+                dict(observation._message),
+                control_timeout(str(observation._message.get("type", ""))),
+                on_settle=lambda payload, error: self._resynced(observation, subscription_id, payload, error),
+            )
+        except DaemonClientError as exc:  # not sent: the next connection's restore brings a snapshot
+            self._resynced(observation, subscription_id, None, exc)
+
+    def _resynced(
+        self,
+        observation: DirectoryObservation[S],
+        subscription_id: str,
+        payload: dict[str, Any] | None,
+        error: BaseException | None,
+    ) -> None:
+        """Reader thread: the re-read answered; its snapshot goes before any later update."""
+        with observation._lag.lock:
+            observation._lag.release_hold()
+            if error is None and payload is not None:
+                memo: Memo[S] = Memo(lambda: self.family.parse_list(payload))
+                self.dispatcher.post(lambda: observation._reset(subscription_id, memo))
+                return
+        if isinstance(error, ConnectionUnavailable):
+            return  # the observation restores with a fresh snapshot after the reconnect
+        _log.warning("%r: re-reading the snapshot after lagging failed (%s); reconnecting", observation, error)
+        self._link.reset_transport(f"Resynchronising {observation!r} failed: {error}")
 
     def _notify_listeners(self, listeners: tuple[Callable[[Any], object], ...], memo: Memo[Any]) -> None:
         try:

@@ -1,7 +1,9 @@
 """Event subscriptions: the membership family of ``session.events.set_subscription``
 (protocol.md 7.3, 8.1) and its handle.
 
-Providers and projects observe their pushes through it. Establishment, restore and
+Providers and projects observe their pushes through it. Under flow control a lagging
+subscription either coalesces (the newest skipped push is delivered: provider catalogs) or
+resynchronises through ``on_restored`` (projects re-list). Establishment, restore and
 release follow :mod:`daemon_client.subscriptions.membership`; routing runs on the reader thread and
 handlers on the callback thread.
 """
@@ -13,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from daemon_client.protocol.models import SessionMessage
-from daemon_client.subscriptions.membership import Membership, MembershipFamily, MembershipManager
+from daemon_client.subscriptions.flow import Lag, LagSummary
+from daemon_client.subscriptions.membership import Membership, MembershipFamily, MembershipManager, deliver
 
 _log = logging.getLogger("daemon_client.subscriptions.events")
 EVENTS = MembershipFamily(
@@ -41,9 +44,13 @@ class EventSubscription(Membership):
         *,
         on_restored: Callable[[], object] | None = None,
         on_error: Callable[[BaseException], object] | None = None,
+        coalesce: bool = False,
+        parse: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         super().__init__(manager, event)
+        self._parse = parse
         self._handler = handler
+        self._coalesce = coalesce
         self._restored_cb = on_restored
         self._error_cb = on_error
 
@@ -58,6 +65,21 @@ class EventSubscription(Membership):
             _log.warning("unreadable %s skipped: %s", message.type, exc)
             return
         self._manager.dispatcher.invoke(self._handler, value)
+
+    def _skipped(self, lag: Lag, message: SessionMessage) -> None:
+        lag.record(kind=message.type)
+        lag.newest = message
+
+    def _recover(self, summary: LagSummary) -> None:
+        """Under the lag's lock: a coalescing stream gets the newest skipped push; any other
+        resynchronises through ``on_restored`` (e.g. the project cache re-lists)."""
+        post = self._manager.dispatcher.post
+        newest = summary.newest
+        parse = self._parse
+        if self._coalesce and parse is not None and isinstance(newest, SessionMessage):
+            post(lambda gen=self.generation: deliver(self, newest, lambda: parse(newest.payload), gen))  # type: ignore[misc]
+        else:
+            post(self._on_restored)
 
     def _on_restored(self) -> None:
         if self._restored_cb is not None and not self.released:
@@ -83,9 +105,16 @@ class EventManager(MembershipManager[EventSubscription]):
         *,
         on_restored: Callable[[], object] | None = None,
         on_error: Callable[[BaseException], object] | None = None,
+        coalesce: bool = False,
     ) -> EventSubscription:
+        """``coalesce``: each push holds the whole state, so a lagging subscription gets only
+        the newest skipped one; otherwise it resynchronises through ``on_restored``."""
         self._parsers[event] = parse
-        return self.add(EventSubscription(self, event, handler, on_restored=on_restored, on_error=on_error))
+        return self.add(
+            EventSubscription(
+                self, event, handler, on_restored=on_restored, on_error=on_error, coalesce=coalesce, parse=parse
+            )
+        )
 
     def route_event(self, message: SessionMessage) -> None:
         """Reader thread: a push of a subscribable event type."""

@@ -30,6 +30,7 @@ from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo
 from daemon_client.protocol.replies import CLOSE_RELEASE_TIMEOUT, default_timeout_for
 from daemon_client.runtime.dispatch import Dispatcher
+from daemon_client.subscriptions.flow import FlowPolicy
 
 _log = logging.getLogger("daemon_client.subscriptions")
 
@@ -81,6 +82,8 @@ class SubscriptionLink:
     host_kind: Callable[[], HostKind | None]
     reset_transport: Callable[[str], None]
     dispatcher: Dispatcher
+    flow: FlowPolicy = attrs.field(default=attrs.Factory(lambda self: FlowPolicy(self.dispatcher), takes_self=True))
+    """What observations do with pushes the callback queue refuses (one per client)."""
 
     # ------------------------------------------------------------------ release
     def release_on_server(self, subscription_id: str, timeout: float | None = None) -> Future[dict[str, Any]]:

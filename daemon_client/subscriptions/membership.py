@@ -53,6 +53,7 @@ from daemon_client.protocol.models import ServerInfo, SessionMessage
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.pushes import RouteTable
 from daemon_client.runtime.requests import CallbackFuture
+from daemon_client.subscriptions.flow import FlowPolicy, Lag, LagSummary
 from daemon_client.subscriptions.lifecycle import (
     RELEASE_REQUEST,
     SubscriptionLink,
@@ -133,6 +134,8 @@ class Membership:
         """Counts establishment attempts; a reply or failure for an older one is stale."""
         self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post)
         self._teardown: Future[dict[str, Any]] | None = None
+        self._lag: Lag = manager.flow.lag(lambda: repr(self), self._recover)
+        """What flow control skipped for this handle (see :mod:`daemon_client.subscriptions.flow`)."""
 
     @property
     def subscription_id(self) -> str | None:
@@ -170,6 +173,15 @@ class Membership:
     def _on_failed(self, error: BaseException) -> None:
         """Establishment failed (the handle is released), or the client closed."""
 
+    # Reader-thread flow-control hooks (under the lag's lock; they only record and post).
+    def _skipped(self, lag: Lag, message: SessionMessage) -> None:
+        """Flow control skipped ``message`` for this handle: record it."""
+        lag.record(kind=message.type)
+
+    def _recover(self, summary: LagSummary) -> Callable[[], None] | None:
+        """The backlog drained after ``summary`` was skipped: post what announces it."""
+        return None
+
 
 M = TypeVar("M", bound=Membership)
 
@@ -182,6 +194,7 @@ class MembershipManager(Generic[M]):
         self._link = link
         self._submit = link.submit
         self.dispatcher = link.dispatcher
+        self._flow = link.flow
         self._lock = threading.Lock()
         self._subs: list[M] = []
         self._mode: Mode | None = None
@@ -193,6 +206,11 @@ class MembershipManager(Generic[M]):
         self._by_key: dict[str, tuple[M, ...]] = {}
         self._epoch = 0
         """Bumped at every disconnect and restore: stamps the unions computed in between."""
+
+    @property
+    def flow(self) -> FlowPolicy:
+        """The client's flow-control policy (handles register their :class:`Lag` with it)."""
+        return self._flow
 
     @property
     def mode(self) -> Mode | None:
@@ -427,20 +445,30 @@ class MembershipManager(Generic[M]):
         return self._by_key.get(key, ())
 
     def route(self, message: SessionMessage, key: str, parse: Callable[[str | None], Any]) -> None:
-        """Reader thread: post a frame to its handles, parsed once (lazily, on the callback
-        thread) for all of them; ``parse(subscription_id)`` stamps the first handle's ID."""
+        """Reader thread: offer a frame to its handles (flow control may skip it for a lagging
+        handle), parsed once (lazily, on the callback thread) for all of them;
+        ``parse(subscription_id)`` stamps the first handle's ID."""
         targets = self.targets(key, message.payload.get("subscriptionId"))
         if not targets:
             return
-        post = self.dispatcher.post
         first = targets[0]
+        parsed: Callable[[], Any]
         if len(targets) == 1:  # the common case: parse on the callback thread, no sharing needed
-            generation = first.generation
-            post(lambda: deliver(first, message, lambda: parse(first.subscription_id), generation))
-            return
-        memo: Memo[Any] = Memo(lambda: parse(first.subscription_id))
+            parsed = lambda: parse(first.subscription_id)  # noqa: E731
+        else:
+            parsed = Memo(lambda: parse(first.subscription_id)).get
+        cost = self._flow.cost(message.payload)
         for sub in targets:
-            post(lambda sub=sub, gen=sub.generation: deliver(sub, message, memo.get, gen))  # type: ignore[misc]
+            self._flow.offer(
+                sub._lag,
+                lambda sub=sub, gen=sub.generation: deliver(sub, message, parsed, gen),  # type: ignore[misc]
+                cost,
+                lambda lag, sub=sub: sub._skipped(lag, message),  # type: ignore[misc]
+            )
+
+    def post_forced(self, sub: M, job: Callable[[], None]) -> None:
+        """Reader thread: post a frame flow control never skips; a pending lag is announced first."""
+        self._flow.force(sub._lag, job)
 
     def on_disconnect(self) -> None:
         """Reader thread, when a connection ends: everything must be established again."""

@@ -1,6 +1,7 @@
 """Timeline subscriptions: the membership family of ``agent.timeline.set_subscription``
 (protocol.md 6.6, 6.7), its handle, and the routing of ``agent_stream`` and
-``agent.timeline.replacement`` frames.
+``agent.timeline.replacement`` frames, and what flow control does for a lagging handle (a
+local ``lagged`` event naming the skipped seq range, before the next live frame).
 
 The generic establishment, restore and release logic lives in
 :mod:`daemon_client.subscriptions.membership`. Routing runs on the reader thread; handlers run on the
@@ -17,12 +18,14 @@ import attrs
 
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.timeline import (
+    Lagged,
     Replacement,
     SubscriptionError,
     SubscriptionRestored,
     TimelineUpdate,
     parse_stream_payload,
 )
+from daemon_client.subscriptions.flow import Lag, LagSummary
 from daemon_client.subscriptions.membership import (
     Membership,
     MembershipAck,
@@ -76,6 +79,26 @@ class TimelineSubscription(Membership):
             update = attrs.evolve(update, subscription_id=self.subscription_id)
         self._emit(update)
 
+    def _skipped(self, lag: Lag, message: SessionMessage) -> None:
+        """Reader thread: a skipped ``agent_stream`` frame; rows by seq, other events by type."""
+        payload = message.payload
+        seq, epoch = payload.get("seq"), payload.get("epoch")
+        if isinstance(seq, int) and not isinstance(seq, bool) and isinstance(epoch, str):
+            lag.record(seq=seq, epoch=epoch)
+            return
+        event = payload.get("event")
+        kind = event.get("type") if isinstance(event, dict) else None
+        lag.record(kind=kind if isinstance(kind, str) else message.type)
+
+    def _recover(self, summary: LagSummary) -> None:
+        """Under the lag's lock: the ``lagged`` event goes before the next live frame."""
+        lagged = Lagged(summary.dropped, summary.first_seq, summary.last_seq, summary.epoch, summary.skipped_types)
+        self._manager.dispatcher.post(lambda: self._on_lagged(lagged))
+
+    def _on_lagged(self, lagged: Lagged) -> None:
+        if not self.released:
+            self._emit(TimelineUpdate(self.key, lagged, subscription_id=self.subscription_id, epoch=lagged.epoch))
+
     def _on_restored(self) -> None:
         if self.state is State.LIVE:
             self._emit(TimelineUpdate(self.key, SubscriptionRestored(), subscription_id=self.subscription_id))
@@ -99,5 +122,5 @@ class TimelineManager(MembershipManager[TimelineSubscription]):
         """Reader thread: ``agent.timeline.replacement``, by tag when present, else by ``agentId``."""
         payload = message.payload
         targets = self.targets(str(payload.get("agentId", "")), payload.get("subscriptionId"), by_key_if_untagged=True)
-        for sub in targets:
-            self.dispatcher.post(lambda sub=sub, gen=sub.generation: deliver(sub, message, lambda: None, gen))  # type: ignore[misc]
+        for sub in targets:  # never skipped: a lag is announced before it
+            self.post_forced(sub, lambda sub=sub, gen=sub.generation: deliver(sub, message, lambda: None, gen))  # type: ignore[misc]

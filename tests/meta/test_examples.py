@@ -303,3 +303,16 @@ def test_worktree_agent(run: Run, embedded_fakes: list[FakeDaemon], kind: str) -
     assert "worktrees of the repository: fix-login" in out, out
     assert "archived the worktree and its agent" in out, out
     assert embedded_fakes[0].worktrees.worktrees() == []
+
+
+@pytest.mark.parametrize("kind", ["capable", "broadcast"])
+def test_lagged_recovery_ends_gap_free(run: Run, kind: str) -> None:
+    code, out = run("lagged_recovery", "--rows", "200", "--max-events", "20", "--host-kind", kind)
+    assert code == 0, out
+    lagged = re.search(r"lagged: (\d+) skipped, rows (\d+)\.\.(\d+)", out)
+    assert lagged, out
+    dropped, first, last = (int(g) for g in lagged.groups())
+    assert dropped == last - first + 1, out  # only rows were streamed: each skipped one is in the range
+    assert f"read back {dropped} rows" in out, out
+    assert re.search(r"held 204 rows \(1\.\.204\); skipped in all: " + str(dropped), out), out
+    assert out.rstrip().endswith("gap-free"), out
