@@ -13,6 +13,7 @@ dictionary guarded by ``_handles_lock``.
 
 from __future__ import annotations
 
+import abc
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -60,7 +61,7 @@ class HandleUpdate(Generic[M]):
     message: M
 
 
-class DirectoryNamespace(Generic[R, M, E, H]):
+class DirectoryNamespace(abc.ABC, Generic[R, M, E, H]):
     """The shared part of ``client.agents`` and ``client.workspaces``."""
 
     def __init__(self, context: ClientContext, manager: DirectoryManager[R, M, E]) -> None:
@@ -72,17 +73,17 @@ class DirectoryNamespace(Generic[R, M, E, H]):
         manager.add_snapshot_listener(self._on_snapshot)
 
     # ------------------------------------------------------------------ what a family says
+    @abc.abstractmethod
     def _new_handle(self, item_id: str, known: E | None, snapshot: Any) -> H:
         """A new handle for ``item_id`` (``known``: its entry in a live view, if any)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _interpret(self, message: M) -> HandleUpdate[M] | None:
         """What a routed update does to its item's handle (``None``: nothing)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _note_entry(self, handle: H, entry: E) -> None:
         """Record ``entry`` (the handle's item, from an observation's snapshot) in its handle."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ caller thread
     def _read(
