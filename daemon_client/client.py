@@ -176,7 +176,7 @@ class Client:
         )
         self._timers = TimerThread(f"{self._name}-timer")
         self._requests = RequestTable(self._timers, self._dispatcher.post_or_run)
-        self._pushes = PushRegistry(self._dispatcher.post)
+        self._pushes = PushRegistry(self._dispatcher.post, self._dispatcher.backlog)
         if password and auth_header:
             self._log.debug("a password is set: auth_header is not sent")
         self._trace = open_trace(trace, secrets=(password, auth_header))  # last: it starts a writer thread

@@ -2,7 +2,8 @@
 :class:`Backlog` (the counters the dispatcher keeps against them).
 
 Only pushes that may be skipped are *admitted* (``Dispatcher.post_admitted``): each one
-costs one event and the estimated wire size of its frame (:func:`frame_cost`). Once the
+costs one event and the wire size of its frame (the length of its JSON text, noted by the
+reader in :attr:`Backlog.frame_size` before the frame is routed). Once the
 queued cost reaches a limit, admission is refused until the backlog drains under the
 low-water mark (half of each limit); what to do with a refused push is decided by the
 subscription that owns it (:mod:`daemon_client.subscriptions.flow`). Replies, state
@@ -17,7 +18,7 @@ counters are updated and outside the lock; they must not run user code.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -37,9 +38,8 @@ def _limit(_instance: object, attribute: attrs.Attribute[Any], value: object) ->
 class FlowControl:
     """How much the callback queue may hold before pushes are skipped (``Client(flow_control=)``).
 
-    ``max_events`` counts queued pushes; ``max_bytes`` their estimated wire size (the
-    sum of the frame's string lengths plus a few bytes per value: cheap, and within a
-    small factor of the JSON text). ``None`` lifts a limit; ``FlowControl(None, None)``
+    ``max_events`` counts queued pushes; ``max_bytes`` their wire size (the length of each
+    frame's JSON text, as received). ``None`` lifts a limit; ``FlowControl(None, None)``
     queues without bound. Once a limit is reached, new pushes are not queued until the
     backlog falls under half of each limit; every observation that skipped something is
     then told exactly what (see ``docs/threading.md``). Replies, connection state
@@ -52,25 +52,6 @@ class FlowControl:
     @property
     def bounded(self) -> bool:
         return self.max_events is not None or self.max_bytes is not None
-
-
-def frame_cost(payload: Mapping[str, Any], _depth: int = 0) -> int:
-    """A cheap estimate of a frame's wire size in bytes (see :class:`FlowControl`)."""
-    total = 2
-    for key, value in payload.items():
-        total += len(key) + 4 + _value_cost(value, _depth)
-    return total
-
-
-def _value_cost(value: object, depth: int) -> int:
-    if isinstance(value, str):
-        return len(value) + 2
-    if depth < 8:
-        if isinstance(value, Mapping):
-            return frame_cost(value, depth + 1)
-        if isinstance(value, (list, tuple)):
-            return 2 + sum(_value_cost(item, depth + 1) + 1 for item in value)
-    return 8
 
 
 @attrs.frozen
@@ -95,6 +76,8 @@ class Backlog:
         self._bytes = 0  # guarded by _lock
         self._lagging = False  # guarded by _lock (read without it as a hint)
         self._listeners: tuple[Callable[[], None], ...] = ()  # copy-on-write under _lock
+        self.frame_size = 0
+        """Reader thread only: the wire size of the frame being routed (its admission cost)."""
 
     @property
     def lagging(self) -> bool:

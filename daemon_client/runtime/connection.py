@@ -57,7 +57,7 @@ class Connection:
         requests: RequestTable,
         dispatcher: Dispatcher,
         timers: TimerThread,
-        on_push: Callable[[SessionMessage], None],
+        on_push: Callable[[SessionMessage, int], None],
         name: str,
         logger: logging.Logger,
     ) -> None:

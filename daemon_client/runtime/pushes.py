@@ -18,6 +18,7 @@ from typing import Generic, TypeVar
 
 from daemon_client.protocol.codec import preview
 from daemon_client.protocol.models import SessionMessage
+from daemon_client.runtime.backlog import Backlog
 from daemon_client.runtime.requests import settle
 
 PushHandler = Callable[[SessionMessage], None]
@@ -48,8 +49,9 @@ class PushRegistry:
     read without it by the reader thread.
     """
 
-    def __init__(self, post: Post) -> None:
+    def __init__(self, post: Post, backlog: Backlog | None = None) -> None:
         self._post = post
+        self._backlog = backlog
         self._lock = threading.Lock()
         self._by_type: dict[str, tuple[_Listener, ...]] = {}
         self._routers: dict[str, PushHandler] = {}
@@ -101,8 +103,11 @@ class PushRegistry:
 
         return remove
 
-    def route(self, message: SessionMessage) -> None:
-        """Reader thread: hand ``message`` to its router, then post it to every listener of its type."""
+    def route(self, message: SessionMessage, size: int = 0) -> None:
+        """Reader thread: hand ``message`` to its router, then post it to every listener of its
+        type. ``size``: the length of the frame's JSON text (what flow control counts)."""
+        if self._backlog is not None:
+            self._backlog.frame_size = size
         router = self._routers.get(message.type)
         if router is not None:
             router(message)

@@ -24,17 +24,18 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
 import attrs
 
-from daemon_client.runtime.backlog import BacklogStats, frame_cost
+from daemon_client.runtime.backlog import BacklogStats
 from daemon_client.runtime.dispatch import Dispatcher
 
 _log = logging.getLogger("daemon_client.flow")
 
 Action = Callable[[], None]
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -144,16 +145,13 @@ class Lag:
         elif kind is not None and kind not in self.skipped_types:
             self.skipped_types.append(kind)
 
-    def take(self) -> LagSummary:
+    def recover_locked(self) -> Action | None:
+        """Under the lock: end the lagging period. ``pending`` is cleared only after ``recover``
+        posted what must come first: :meth:`FlowPolicy.offer` reads it without the lock."""
         summary = LagSummary(
             self.dropped, self.first_seq, self.last_seq, self.epoch, tuple(self.skipped_types), self.newest
         )
-        self._pending = False
         self._reset()
-        return summary
-
-    def recover_locked(self) -> Action | None:
-        summary = self.take()
         _log.warning(
             "%s recovered after lagging: %d skipped (seq %s..%s); %s",
             self.name,
@@ -162,7 +160,10 @@ class Lag:
             summary.last_seq,
             "resynchronising" if summary.first_seq is None else "announced",
         )
-        return self._recover(summary)
+        try:
+            return self._recover(summary)
+        finally:
+            self._pending = False
 
     @property
     def pending(self) -> bool:
@@ -179,9 +180,9 @@ class FlowPolicy:
         self._lags: weakref.WeakSet[Lag] = weakref.WeakSet()  # guarded by _lock
         self._backlog.on_recovered(self._recovered)
 
-    def cost(self, payload: Mapping[str, Any]) -> int:
-        """Reader thread: the estimated wire size of a push (0 when bytes are not limited)."""
-        return frame_cost(payload) if self._backlog.limits.max_bytes is not None else 0
+    def cost(self) -> int:
+        """Reader thread: the wire size of the push being routed (its frame's text length)."""
+        return self._backlog.frame_size
 
     def lag(self, name: Callable[[], str], recover: Callable[[LagSummary], Action | None]) -> Lag:
         """A new observation's :class:`Lag` (counted in :meth:`stats` while it lives)."""
@@ -190,9 +191,11 @@ class FlowPolicy:
             self._lags.add(lag)
         return lag
 
-    def offer(self, lag: Lag, job: Action, cost: int, skipped: Callable[[Lag], None]) -> None:
-        """Reader thread: post ``job`` if admitted; otherwise ``skipped(lag)`` records it (under
-        the lag's lock). A lagging observation recovers first once the backlog drained."""
+    def offer(self, lag: Lag, job: Action, cost: int, skipped: Callable[[Lag, T], None], item: T) -> None:
+        """Reader thread: post ``job`` if admitted; otherwise ``skipped(lag, item)`` records it
+        (under the lag's lock). A lagging observation recovers first once the backlog drained."""
+        if not lag._pending and not lag._held and self._dispatcher.post_admitted(job, cost):
+            return  # the common case, without the lag's lock: nothing to announce first, admitted
         action: Action | None = None
         started = False
         with lag.lock:
@@ -200,7 +203,7 @@ class FlowPolicy:
                 action = lag.recover_locked()
             if (lag.lagging or not self._dispatcher.post_admitted(job, cost)) and not self._dispatcher.stopped:
                 started = not lag.lagging
-                skipped(lag)
+                skipped(lag, item)
                 started = started and lag.pending
         if started:
             _log.warning("%s is lagging: the callback queue is over its limit; skipping its pushes", lag.name)

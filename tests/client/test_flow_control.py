@@ -331,7 +331,7 @@ def test_a_replacement_is_never_skipped_and_follows_the_lagged_event(fakes: Any,
 
 
 def test_the_backlog_counts_admitted_jobs_until_they_ran() -> None:
-    from daemon_client.runtime.backlog import Backlog, frame_cost
+    from daemon_client.runtime.backlog import Backlog
 
     recovered: list[int] = []
     backlog = Backlog(dc.FlowControl(max_events=4, max_bytes=1000))
@@ -345,5 +345,3 @@ def test_the_backlog_counts_admitted_jobs_until_they_ran() -> None:
     assert not backlog.lagging
     assert backlog.admit(990)
     assert not backlog.admit(1)  # the bytes limit
-    assert frame_cost({"text": "x" * 100}) > 100
-    assert frame_cost({"a": [1, {"b": "cd"}]}) < 64
