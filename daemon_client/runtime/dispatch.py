@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -74,7 +73,11 @@ class Dispatcher:
             raise TypeError("flow_control must be a FlowControl or None")
         self.backlog = Backlog(flow_control)
         """The admitted backlog of skippable pushes (see :meth:`post_admitted`)."""
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()  # thread-safe; put under _start_lock
+        # Posted callables (admitted pushes as ``(fn, cost)``), taken in batches by the one consumer.
+        self._items: list[object] = []  # guarded by _start_lock
+        self._idle = False  # guarded by _start_lock: the consumer waits on _wake
+        self._wake = threading.Lock()  # a binary semaphore: released once per wake-up of an idle consumer
+        self._wake.acquire()
         self._local = threading.local()
         self._errors: list[BaseException] = []  # guarded by _errors_lock
         self._errors_lock = threading.Lock()
@@ -99,7 +102,7 @@ class Dispatcher:
     @property
     def pending(self) -> int:
         """Callables posted and not yet started (approximate)."""
-        return self._queue.qsize()
+        return len(self._items)
 
     @property
     def stopped(self) -> bool:
@@ -108,33 +111,57 @@ class Dispatcher:
     def post(self, fn: Callback) -> bool:
         """Queue ``fn`` to run after everything posted before it; ``False`` (not queued) once
         stopped. Any thread; never blocks (the lock is only held to queue)."""
+        return self._put(fn)
+
+    def _put(self, item: object) -> bool:
         with self._start_lock:
             if self._stopped:
                 return False
-            self._queue.put(fn)
-            if self._thread is None and self._executor != "manual":
+            self._items.append(item)
+            if self._idle:  # wake the consumer once; it takes everything queued by then
+                self._idle = False
+                self._wake.release()
+            elif self._thread is None and self._executor != "manual":
                 # Started on first use (a client never used starts no thread).
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
         return True
 
     def post_admitted(self, fn: Callback, cost: int) -> bool:
-        """Queue a skippable push of ``cost`` estimated bytes, unless the backlog is over a
-        limit or the dispatcher stopped (``False``: not queued, the caller decides). Never blocks."""
+        """Queue a skippable push of ``cost`` bytes, unless the backlog is over a limit or the
+        dispatcher stopped (``False``: not queued, the caller decides). Never blocks. The
+        backlog counts it until it ran."""
         backlog = self.backlog
         if not backlog.admit(cost):
             return False
-
-        def job() -> None:
-            try:
-                fn()
-            finally:
-                backlog.done(cost)
-
-        if self.post(job):
+        if self._put((fn, cost)):
             return True
         backlog.done(cost)
         return False
+
+    def _take(self, timeout: float | None) -> list[object]:
+        """The consumer: everything queued, after waiting up to ``timeout`` seconds (``None``:
+        without limit) for something; empty when nothing came."""
+        with self._start_lock:
+            items = self._items
+            if items:
+                self._items = []
+                return items
+            self._idle = True
+        if not self._wake.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            with self._start_lock:
+                if self._idle:  # nothing was posted
+                    self._idle = False
+                    return []
+            self._wake.acquire()  # posted right after the timeout: released with _idle cleared
+        with self._start_lock:
+            items, self._items = self._items, []
+        return items
+
+    def _give_back(self, items: list[object]) -> None:
+        """Manual mode: put untaken items back in front of what was posted since."""
+        with self._start_lock:
+            self._items[0:0] = items
 
     def post_or_run(self, fn: Callback) -> None:
         """Queue ``fn``; once stopped, run it at once on this thread (errors isolated)."""
@@ -188,16 +215,35 @@ class Dispatcher:
     def _run(self, fn: Callback) -> None:
         local = self._local
         local.depth = getattr(local, "depth", 0) + 1
+        try:
+            self._run_one(fn)
+        finally:
+            local.depth -= 1
+
+    def _run_one(self, fn: Callback) -> None:
         started = time.monotonic()
         try:
             fn()
         except BaseException as exc:  # noqa: BLE001 - isolation is the point
             self._report(exc, fn)
-        finally:
-            local.depth -= 1
         elapsed = time.monotonic() - started
         if elapsed > self._slow:
             self._log.warning("callback %r ran for %.2f s; later callbacks waited behind it", fn, elapsed)
+
+    def _run_batch(self, batch: list[object]) -> None:
+        """Run taken items in order on this thread (``_STOP`` is never among them)."""
+        local, backlog, run = self._local, self.backlog, self._run_one
+        local.depth = getattr(local, "depth", 0) + 1
+        try:
+            for item in batch:
+                if type(item) is tuple:  # an admitted push: counted until it ran
+                    fn, cost = item
+                    run(fn)
+                    backlog.done(cost)
+                else:
+                    run(item)  # type: ignore[arg-type]
+        finally:
+            local.depth -= 1
 
     def _report(self, exc: BaseException, fn: object) -> None:
         self._log.error("callback %r raised", fn, exc_info=exc)
@@ -213,23 +259,33 @@ class Dispatcher:
     def _loop(self) -> None:
         self._thread_ident = threading.get_ident()
         executor = self._executor
+        assert executor != "manual"  # manual mode starts no thread
         while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            fn: Callback = item  # type: ignore[assignment]
+            batch = self._take(None)
+            stop = bool(batch) and batch[-1] is _STOP  # nothing is queued after _STOP
+            if stop:
+                batch.pop()
             if executor is None:
-                self._run(fn)
+                self._run_batch(batch)
             else:
-                try:
-                    executor(lambda fn=fn: self._deliver(fn))  # type: ignore[misc, operator]
-                except BaseException as exc:  # noqa: BLE001
-                    self._report(exc, executor)
+                for item in batch:  # one post each: the executor may stop between two (a GUI closing)
+                    self._hand_over(executor, item)
+            if stop:
+                return
 
-    def _deliver(self, fn: Callback) -> None:
-        """Executor mode: run one callable on the executor's thread."""
+    def _hand_over(self, executor: Executor, item: object) -> None:
+        """Executor mode: one ``post_fn`` call runs ``item`` on the executor's thread."""
+        try:
+            executor(lambda: self._deliver(item))
+        except BaseException as exc:  # noqa: BLE001
+            self._report(exc, executor)
+            if type(item) is tuple:  # never to run: release what the backlog counted for it
+                self.backlog.done(item[1])
+
+    def _deliver(self, item: object) -> None:
+        """Executor mode: run one handed-over callable on the executor's thread."""
         self._learn_owner()
-        self._run(fn)
+        self._run_batch([item])
 
     def process_events(self, timeout: float | None = 0.0, max_events: int | None = None) -> int:
         """Manual mode: run pending callbacks on the calling thread; return how many ran.
@@ -255,18 +311,22 @@ class Dispatcher:
         """Under ``_loop_lock``: run queued callables on this thread (see :meth:`process_events`)."""
         ran = 0
         while max_events is None or ran < max_events:
-            wait = None if deadline is None else deadline - time.monotonic()
-            try:
-                item = self._queue.get(timeout=wait) if wait is None or wait > 0 else self._queue.get_nowait()
-            except queue.Empty:
+            batch = self._take(None if deadline is None else deadline - time.monotonic())
+            if not batch:
                 break
             deadline = 0.0  # only the first one is waited for
-            if item is _STOP:
-                self._queue.put(_STOP)
+            end = len(batch) if max_events is None else min(len(batch), max_events - ran)
+            if _STOP in batch:  # always the last one: left for the next caller to see
+                end = min(end, batch.index(_STOP))
+            rest = batch[end:]
+            if rest:
+                self._give_back(rest)
+            if end:
+                self._learn_owner()
+                self._run_batch(batch[:end])
+                ran += end
+            if rest:
                 break
-            self._learn_owner()
-            self._run(item)  # type: ignore[arg-type]
-            ran += 1
         return ran
 
     def flush(self, timeout: float = 5.0) -> bool:
@@ -305,7 +365,7 @@ class Dispatcher:
         return finished()
 
     def _only_stop_left(self) -> bool:
-        return self._queue.qsize() <= 1
+        return len(self._items) <= 1
 
     def raise_errors(self) -> None:
         """Strict mode: raise :class:`CallbackError` for the first callback error kept so far."""
@@ -321,8 +381,11 @@ class Dispatcher:
         thread), also when called again."""
         with self._start_lock:
             if not self._stopped:  # a later call only joins (every caller sees the thread end)
-                self._queue.put(_STOP)
+                self._items.append(_STOP)
                 self._stopped = True
+                if self._idle:
+                    self._idle = False
+                    self._wake.release()
             thread = self._thread
         if thread is not None and thread.ident != threading.get_ident():
             thread.join(max(0.0, timeout))
