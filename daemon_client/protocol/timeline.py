@@ -160,10 +160,12 @@ def _text_item(raw: Mapping[str, Any], kind: str) -> TimelineItem | None:
 
 def parse_item(raw: Any) -> TimelineItem:
     """A wire item → its model; unknown or unreadable items become :class:`UnknownItem`."""
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         return UnknownItem(type="", raw={"value": raw})
-    kind = str(raw.get("type", ""))
-    if kind in ("assistant_message", "reasoning"):
+    kind = raw.get("type", "")
+    if type(kind) is not str:
+        kind = str(kind)
+    if kind in {"assistant_message", "reasoning"}:
         fast = _text_item(raw, kind)
         if fast is not None:
             return fast
@@ -340,15 +342,18 @@ _EVENTS: dict[str, type[Any]] = {
 
 def parse_event(raw: Any) -> StreamEvent:
     """A wire ``AgentStreamEvent`` → its model; unknown ones become :class:`UnknownEvent`."""
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         return UnknownEvent(type="", raw={"value": raw})
-    kind = str(raw.get("type", ""))
+    kind = raw.get("type", "")
+    if type(kind) is not str:
+        kind = str(kind)
     if kind == "timeline":
         turn_id = raw.get("turnId")
+        provider = raw.get("provider", "")
         return TimelineEvent(
-            item=parse_item(raw.get("item")),
-            provider=str(raw.get("provider", "")),
-            turn_id=turn_id if isinstance(turn_id, str) else None,
+            parse_item(raw.get("item")),
+            provider if type(provider) is str else str(provider),
+            turn_id if type(turn_id) is str else None,
         )
     cls = _EVENTS.get(kind)
     if cls is None:
@@ -383,16 +388,15 @@ class TimelineUpdate:
 
 def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
     """An ``agent_stream`` payload → :class:`TimelineUpdate` (``subscription_id`` as routed)."""
-    seq = payload.get("seq")
-    epoch = payload.get("epoch")
-    timestamp = payload.get("timestamp")
+    get = payload.get
+    agent_id, seq, epoch, timestamp = get("agentId", ""), get("seq"), get("epoch"), get("timestamp")
     return TimelineUpdate(
-        agent_id=str(payload.get("agentId", "")),
-        event=parse_event(payload.get("event")),
-        subscription_id=subscription_id,
-        timestamp=timestamp if isinstance(timestamp, str) else None,
-        seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
-        epoch=epoch if isinstance(epoch, str) else None,
+        agent_id if type(agent_id) is str else str(agent_id),
+        parse_event(get("event")),
+        subscription_id,
+        timestamp if type(timestamp) is str else None,
+        seq if type(seq) is int else None,  # exactly int: a JSON true is not a seq
+        epoch if type(epoch) is str else None,
     )
 
 

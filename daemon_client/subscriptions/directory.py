@@ -140,8 +140,11 @@ class DirectoryObservation(Generic[S]):
         self.error: BaseException | None = None
         """Why (re-)establishing failed (``state`` is then ``FAILED``); ``None`` otherwise."""
         self._callbacks: tuple[Callbacks, ...] = ()
+        # Written by the callback thread (snapshots, updates); the first snapshot may be set by
+        # the observing caller first (prime), so the assignments take _view_lock.
         self._view: dict[str, Any] | None = None
         self._base: Any = None
+        self._view_lock = threading.Lock()
         self._first_snapshot: Memo[S] | None = None
         self._lag: Lag = manager.flow.lag(lambda: repr(self), self._recover)
         """What flow control skipped for this observation (see :mod:`daemon_client.subscriptions.flow`)."""
@@ -238,8 +241,9 @@ class DirectoryObservation(Generic[S]):
             _log.warning("%r: unreadable snapshot skipped: %s", self, exc)
             return
         family = self._manager.family
-        self._base = result
-        self._view = {family.entry_key(entry): entry for entry in family.entries(result)}
+        view = {family.entry_key(entry): entry for entry in family.entries(result)}
+        with self._view_lock:
+            self._base, self._view = result, view
         current = self.current()
         invoke = self._manager.dispatcher.invoke
         for listener in self._manager.snapshot_listeners:
@@ -247,6 +251,15 @@ class DirectoryObservation(Generic[S]):
         for callbacks in self._callbacks:
             if callbacks.active and callbacks.snapshot is not None:
                 invoke(callbacks.snapshot, current)
+
+    def prime(self, subscription_id: str | None, result: S) -> None:
+        """Observing caller, once the subscribing read returned: ``current()`` reads the first
+        snapshot at once, before the callback thread's own copy of it (set then, or earlier)."""
+        family = self._manager.family
+        view = {family.entry_key(entry): entry for entry in family.entries(result)}
+        with self._view_lock:
+            if self._view is None and self._subscription_id == subscription_id:
+                self._base, self._view = result, view
 
     def _update(self, subscription_id: str | None, message: Memo[Any]) -> None:
         if self.state is not ObservationState.LIVE or self._subscription_id != subscription_id:
@@ -313,6 +326,7 @@ class DirectoryManager(Generic[S, U, E]):
             raise
         finally:
             observation._first_snapshot = None
+        observation.prime(observation.subscription_id, result)
         observation.ready.set_result(result)
         return observation, result
 
@@ -458,14 +472,15 @@ class DirectoryManager(Generic[S, U, E]):
         if not targets:
             _log.debug("%s with no live observation dropped", message.type)
             return
-        cost = self.flow.cost(payload)
+        cost = self.flow.cost()
         for target in targets:
             # stamped with the ID it is routed under: a job that runs after a re-establishment is dropped
             self.flow.offer(
                 target._lag,
                 lambda target=target, sid=subscription_id or target.subscription_id: target._update(sid, memo),  # type: ignore[misc]
                 cost,
-                lambda lag: lag.record(kind=message.type),
+                _record_kind,
+                message.type,
             )
         listeners = self._listeners
         if listeners and not self.dispatcher.backlog.lagging:  # skipped with the updates: resyncs refresh handles
@@ -555,3 +570,8 @@ class DirectoryManager(Generic[S, U, E]):
             observation._callbacks = ()
             if not observation.ready.done():
                 observation.ready.set_exception(ClientClosed())
+
+
+def _record_kind(lag: Lag, kind: str) -> None:
+    """Reader thread, under the lag's lock: a skipped directory update."""
+    lag.record(kind=kind)

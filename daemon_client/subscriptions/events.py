@@ -121,5 +121,4 @@ class EventManager(MembershipManager[EventSubscription]):
         parse = self._parsers.get(message.type)
         if parse is None:
             return
-        payload = message.payload
-        self.route(message, message.type, lambda _sid: parse(payload))
+        self.route(message, message.type, lambda _payload, _sid: parse(message.payload))

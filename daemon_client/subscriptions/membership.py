@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
@@ -164,6 +165,13 @@ class Membership:
         return f"<{type(self).__name__} {self.key} {self._subscription_id} {self.state.value}>"
 
     # Callback-thread hooks, overridden by subclasses.
+    def _deliver(self, message: SessionMessage, parsed: Callable[[], Any], generation: int) -> None:
+        """A routed frame reaches this handle: handled only if it is still live on the
+        connection the frame came from (an older connection's frames are dropped: its
+        ``subscription_restored`` tells the handler to catch up from its cursor instead)."""
+        if self.state is State.LIVE and self.generation == generation:
+            self._on_frame(message, parsed)
+
     def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
         """A routed frame (only called while live); ``parsed()`` gives its typed form."""
 
@@ -444,27 +452,21 @@ class MembershipManager(Generic[M]):
             return (target,) if target is not None else ()
         return self._by_key.get(key, ())
 
-    def route(self, message: SessionMessage, key: str, parse: Callable[[str | None], Any]) -> None:
+    def route(self, message: SessionMessage, key: str, parse: Callable[[Mapping[str, Any], str | None], Any]) -> None:
         """Reader thread: offer a frame to its handles (flow control may skip it for a lagging
         handle), parsed once (lazily, on the callback thread) for all of them;
-        ``parse(subscription_id)`` stamps the first handle's ID."""
+        ``parse(payload, subscription_id)`` stamps the first handle's ID (a job runs only while
+        its handle is live under the same ID, so the ID read here is the one it is delivered under)."""
         targets = self.targets(key, message.payload.get("subscriptionId"))
         if not targets:
             return
-        first = targets[0]
-        parsed: Callable[[], Any]
-        if len(targets) == 1:  # the common case: parse on the callback thread, no sharing needed
-            parsed = lambda: parse(first.subscription_id)  # noqa: E731
-        else:
-            parsed = Memo(lambda: parse(first.subscription_id)).get
-        cost = self._flow.cost(message.payload)
+        parsed: Callable[[], Any] = functools.partial(parse, message.payload, targets[0].subscription_id)
+        if len(targets) > 1:
+            parsed = Memo(parsed).get
+        flow, cost = self._flow, self._flow.cost()
         for sub in targets:
-            self._flow.offer(
-                sub._lag,
-                lambda sub=sub, gen=sub.generation: deliver(sub, message, parsed, gen),  # type: ignore[misc]
-                cost,
-                lambda lag, sub=sub: sub._skipped(lag, message),  # type: ignore[misc]
-            )
+            flow.offer(sub._lag, functools.partial(sub._deliver, message, parsed, sub.generation), cost,
+                       sub._skipped, message)  # fmt: skip
 
     def post_forced(self, sub: M, job: Callable[[], None]) -> None:
         """Reader thread: post a frame flow control never skips; a pending lag is announced first."""
@@ -522,9 +524,5 @@ class MembershipManager(Generic[M]):
 
 
 def deliver(sub: Membership, message: SessionMessage, parsed: Callable[[], Any], generation: int) -> None:
-    """Callback thread: a frame reaches a handle that is still live on the connection it came
-    from (``parsed()`` gives its typed form, computed once however many handles share it).
-    Frames of an older connection are dropped: its ``subscription_restored`` tells the
-    handler to catch up from its cursor instead."""
-    if sub.state is State.LIVE and sub.generation == generation:
-        sub._on_frame(message, parsed)
+    """Callback thread: ``sub._deliver`` (see :meth:`Membership._deliver`)."""
+    sub._deliver(message, parsed, generation)

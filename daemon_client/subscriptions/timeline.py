@@ -65,6 +65,23 @@ class TimelineSubscription(Membership):
     def _emit(self, update: TimelineUpdate) -> None:
         self._manager.dispatcher.invoke(self._handler, update)
 
+    def _deliver(self, message: SessionMessage, parsed: Callable[[], Any], generation: int) -> None:
+        """The hot path of a live stream: one call from the dispatcher to the handler."""
+        if self.state is not State.LIVE or self.generation != generation:
+            return
+        if message.type != "agent_stream":
+            self._on_frame(message, parsed)
+            return
+        try:
+            update: TimelineUpdate = parsed()
+        except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
+            _log.warning("unreadable agent_stream frame skipped: %s", exc)
+            return
+        subscription_id = self.subscription_id
+        if update.subscription_id != subscription_id:  # shared by several handles of one agent
+            update = attrs.evolve(update, subscription_id=subscription_id)
+        self._manager.dispatcher.invoke(self._handler, update)
+
     def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
         if message.type == "agent.timeline.replacement":
             epoch = str(message.payload.get("epoch", ""))
@@ -116,7 +133,7 @@ class TimelineManager(MembershipManager[TimelineSubscription]):
     def route_stream(self, message: SessionMessage) -> None:
         """Reader thread: an ``agent_stream`` frame, routed by tag (capable) or ``agentId``."""
         payload = message.payload
-        self.route(message, str(payload.get("agentId", "")), lambda sid: parse_stream_payload(payload, sid))
+        self.route(message, str(payload.get("agentId", "")), parse_stream_payload)
 
     def route_replacement(self, message: SessionMessage) -> None:
         """Reader thread: ``agent.timeline.replacement``, by tag when present, else by ``agentId``."""
