@@ -34,7 +34,22 @@ MAX_QUEUED_CHARS = 64 * 1024 * 1024
 """Characters of text frames that may wait to be written; one frame is always accepted."""
 
 ControlReply = Callable[[], None]
-_Item = str | bytes | ControlReply
+
+
+class _Tail:
+    """The unsent rest of a frame a caller began writing inline: written before anything else,
+    and kept by ``finish()`` (a frame once begun is completed)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def write(self, transport: Transport) -> None:
+        transport.send_raw(self.data)  # type: ignore[attr-defined]  # only transports with try_send_text
+
+
+_Item = str | bytes | _Tail | ControlReply
 
 
 class Writer:
@@ -67,6 +82,8 @@ class Writer:
         self._busy_since: float | None = None  # when the write in progress began
         self._watchdog: Timer | None = None
         self._ended = False
+        self._inline = False  # a caller is writing inline (see send): the writer thread waits
+        self._try_send: Callable[[str], bytes | None] | None = getattr(transport, "try_send_text", None)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     # ------------------------------------------------------------------ any thread
@@ -75,7 +92,12 @@ class Writer:
 
     def send(self, text: str | bytes) -> None:
         """Queue one text frame (``str``) or binary frame (``bytes``). Never blocks; raises
-        ``ConnectionLost`` if it cannot be queued."""
+        ``ConnectionLost`` if it cannot be queued.
+
+        When nothing waits and nothing is being written, a text frame is offered to the socket
+        at once on the calling thread, without waiting (``try_send_text``, plain sockets): what
+        the socket does not take is left to the writer thread, written next. That saves a
+        thread hand-over per request; the writer thread stays the only one that waits."""
         with self._cond:
             if not self._accepting:
                 raise ConnectionLost("Connection lost")
@@ -84,9 +106,33 @@ class Writer:
                     f"the daemon is not reading: {self._queued_chars} characters already wait to be "
                     "sent on this connection; the message was not sent"
                 )
-            self._queue.append(text)
-            self._queued_chars += len(text)
-            self._cond.notify()
+            inline = self._try_send is not None and type(text) is str and not self._queue and self._busy_since is None
+            if not inline:
+                self._queue.append(text)
+                self._queued_chars += len(text)
+                self._cond.notify()
+                return
+            self._inline = True  # the socket is this thread's until the attempt is over
+            self._busy_since = time.monotonic()
+        tail: bytes | None = None
+        failed: BaseException | None = None
+        try:
+            assert self._try_send is not None
+            assert isinstance(text, str)
+            tail = self._try_send(text)
+        except Exception as exc:  # noqa: BLE001 - a failed write ends the socket, as on the writer thread
+            failed = exc
+        finally:
+            with self._cond:
+                self._inline = False
+                self._busy_since = None
+                if tail is not None and failed is None:
+                    self._queue.appendleft(_Tail(tail))  # the rest of this frame goes first
+                self._cond.notify()
+        if failed is not None:
+            self._log.debug("write failed: %s", preview(str(failed), 200))
+            self._transport.abort()  # the reader sees the socket end and reports it
+            raise ConnectionLost(f"Connection lost: {preview(str(failed), 200)}")
 
     def call(self, reply: ControlReply) -> None:
         """Run ``reply`` (a pong or a close echo the transport built) on the writer thread,
@@ -133,7 +179,7 @@ class Writer:
     # ------------------------------------------------------------------ writer thread
     def _next(self) -> _Item | tuple[int, str] | None:
         with self._cond:
-            while not self._queue and not self._finishing:
+            while self._inline or (not self._queue and not self._finishing):
                 self._cond.wait()
             if self._queue:
                 item: _Item | tuple[int, str] = self._queue.popleft()
@@ -158,6 +204,8 @@ class Writer:
                 try:
                     if isinstance(item, str):
                         transport.send_text(item)
+                    elif isinstance(item, _Tail):
+                        item.write(transport)
                     elif isinstance(item, bytes):
                         transport.send_binary(item)
                     elif isinstance(item, tuple):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -50,6 +51,7 @@ from daemon_client.transport.handshake_policy import HandshakeLimits, HandshakeR
 from daemon_client.transport.upgrade import open_websocket
 
 _LINGER_SECONDS = 1.0  # after failing a connection: how long the peer may take to close
+_DONTWAIT: int | None = getattr(socket, "MSG_DONTWAIT", None)  # not on Windows
 
 
 def _frame(payload: bytes | str, opcode: int) -> bytes:
@@ -151,6 +153,34 @@ class WebSocketTransport:
     def send_text(self, text: str) -> None:
         try:
             self._send(_frame(text, OP_TEXT))
+        except OSError as exc:
+            raise TransportClosed(None, f"send failed: {exc}") from exc
+
+    def try_send_text(self, text: str) -> bytes | None:
+        """Write one text frame only as far as the socket takes it without waiting: ``None``
+        when all of it went out, else the unsent tail (possibly the whole frame), which must be
+        written next with :meth:`send_raw` before any other frame. Never blocks (the caller may be
+        any thread); plain sockets only (TLS and platforms without ``MSG_DONTWAIT`` return the
+        whole frame)."""
+        frame = _frame(text, OP_TEXT)
+        sock = self._sock
+        if _DONTWAIT is None or sock is None or not self._connected or isinstance(sock, ssl.SSLSocket):
+            return frame
+        with self._send_lock:
+            if self._closed:
+                raise TransportClosed(None, "the connection is closing")
+            try:
+                sent = sock.send(frame, _DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                raise TransportClosed(None, f"send failed: {exc}") from exc
+        return None if sent == len(frame) else frame[sent:]
+
+    def send_raw(self, data: bytes) -> None:
+        """Write bytes that continue a frame :meth:`try_send_text` began (writer thread)."""
+        try:
+            self._send(data, closing=True)  # a frame already begun is finished even while closing
         except OSError as exc:
             raise TransportClosed(None, f"send failed: {exc}") from exc
 
