@@ -222,9 +222,13 @@ def test_the_output_buffer_is_bounded(connected: Connected, caplog) -> None:
     _, client = connected()
     terminal = client.terminals.create(cwd=CWD)
     stream = terminal.stream(buffer_limit=40)
+    everything = RecordingHandler[str]("everything")
+    terminal.stream(on_output=everything)  # the same output, on the callback thread
     terminal.write("seq 200\r")
-    stream.expect("200\r\n")
+    everything.wait_for(predicate=lambda chunk: "200\r\n" in chunk)
+    client.flush_callbacks()  # every chunk reached the unread stream too: more than it holds
     assert stream.dropped > 0
+    assert stream.expect("200\r\n")
     assert "unread output over 40 characters" in caplog.text
 
 
