@@ -63,6 +63,8 @@ def _timeline_server(count: int, *, agents: int = 1) -> LoopbackServer:
             sock.sendall(blobs[key])
         elif message.get("type") == "echo_request":
             sock.sendall(reply(message, {"ok": True}, "echo_response"))
+        elif message.get("type") == "subscription.release.request":  # else close() waits for the answer
+            sock.sendall(reply(message, {"subscriptionId": message["subscriptionId"]}, "subscription.release.response"))
         return True
 
     return LoopbackServer(handler)
