@@ -24,6 +24,7 @@ from bench.measures import (
     stream_throughput,
     timed,
 )
+from bench.measures_fanout import agents_fan_out, handlers_fan_out
 from bench.measures_load import flow_controlled_consumer, reconnect_restore, rss_growth, slow_consumer
 from bench.measures_relay import relay_stream_throughput
 
@@ -37,6 +38,7 @@ SIZES = {
         "restore": 100,
         "flow": 20_000,
         "flow_max": 2_000,
+        "handlers": 2_000,
     },
     "full": {
         "stream": 200_000,
@@ -47,6 +49,7 @@ SIZES = {
         "restore": 100,
         "flow": 200_000,
         "flow_max": 10_000,
+        "handlers": 20_000,
     },
     "tiny": {
         "stream": 500,
@@ -57,6 +60,7 @@ SIZES = {
         "restore": 5,
         "flow": 1_000,
         "flow_max": 50,
+        "handlers": 100,
     },
 }
 
@@ -67,6 +71,8 @@ def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
         lambda: relay_stream_throughput(size["stream"]),
         lambda: request_latency(size["latency"]),
         lambda: routing_scale(size["stream"]),
+        lambda: agents_fan_out(size["stream"]),
+        lambda: handlers_fan_out(size["handlers"]),
         lambda: reconnect_restore(size["restore"]),
         lambda: rss_growth(size["rss"]),
         lambda: memory_per_subscription(size["subs"]),

@@ -56,9 +56,11 @@ class Rate(NamedTuple):
     """Process CPU time per event in µs (every thread of the process, the in-process server's too)."""
 
 
-def _timeline_server(count: int, *, agents: int = 1) -> LoopbackServer:
+def _timeline_server(count: int, *, agents: int = 1, per_subscription: bool = False) -> LoopbackServer:
     """Acknowledges timeline subscriptions; on ``start`` blasts ``count`` frames spread
-    over the first ``agents`` subscriptions (raw clients get untagged frames)."""
+    over the first ``agents`` subscriptions (raw clients get untagged frames). With
+    ``per_subscription`` every event of ``agent-0`` goes once to each subscription the
+    connection holds, as an owned-subscription daemon sends it (``count`` x subscriptions frames)."""
     subscriptions: dict[int, list[str]] = {}  # per connection
     blobs: dict[str, bytes] = {}
 
@@ -76,8 +78,10 @@ def _timeline_server(count: int, *, agents: int = 1) -> LoopbackServer:
             sock.sendall(reply(message, {"agentIds": message["agentIds"], "subscriptionId": sid},
                                "agent.timeline.set_subscription.response"))  # fmt: skip
         elif message.get("type") == "blast":
-            targets = tuple(mine[:agents])
+            targets = tuple(mine if per_subscription else mine[:agents])
             key = ",".join(targets)
+            if per_subscription and key not in blobs:
+                blobs[key] = b"".join(stream_frame(i, sid, "agent-0") for i in range(1, count + 1) for sid in mine)
             if key not in blobs:  # encoded once, outside the measured runs' cost after the first
                 blobs[key] = b"".join(
                     stream_frame(i, targets[i % len(targets)], f"agent-{i % len(targets)}") for i in range(1, count + 1)
