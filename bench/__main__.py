@@ -27,6 +27,7 @@ from bench.measures import (
 from bench.measures_fanout import agents_fan_out, handlers_fan_out
 from bench.measures_load import flow_controlled_consumer, reconnect_restore, rss_growth, slow_consumer
 from bench.measures_relay import relay_stream_throughput
+from bench.measures_terminal import terminal_output_throughput, terminal_snapshot_parses
 
 SIZES = {
     "quick": {
@@ -39,6 +40,7 @@ SIZES = {
         "flow": 20_000,
         "flow_max": 2_000,
         "handlers": 2_000,
+        "terminal": 20_000,
     },
     "full": {
         "stream": 200_000,
@@ -50,6 +52,7 @@ SIZES = {
         "flow": 200_000,
         "flow_max": 10_000,
         "handlers": 20_000,
+        "terminal": 200_000,
     },
     "tiny": {
         "stream": 500,
@@ -61,6 +64,7 @@ SIZES = {
         "flow": 1_000,
         "flow_max": 50,
         "handlers": 100,
+        "terminal": 500,
     },
 }
 
@@ -73,6 +77,8 @@ def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
         lambda: routing_scale(size["stream"]),
         lambda: agents_fan_out(size["stream"]),
         lambda: handlers_fan_out(size["handlers"]),
+        lambda: terminal_output_throughput(size["terminal"]),
+        terminal_snapshot_parses,
         lambda: reconnect_restore(size["restore"]),
         lambda: rss_growth(size["rss"]),
         lambda: memory_per_subscription(size["subs"]),

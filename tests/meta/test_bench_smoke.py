@@ -19,6 +19,6 @@ def test_bench_runs_and_reports_every_figure(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads(output.read_text())
     names = [figure["name"] for figure in report["figures"]]
-    assert len(names) == 12
+    assert len(names) == 14
     assert all(isinstance(figure["value"], float | int) for figure in report["figures"])
     assert "targets hold" in result.stdout
