@@ -41,6 +41,7 @@ SIZES = {
         "flow_max": 2_000,
         "handlers": 2_000,
         "terminal": 20_000,
+        "imports": 15,
     },
     "full": {
         "stream": 200_000,
@@ -53,6 +54,7 @@ SIZES = {
         "flow_max": 10_000,
         "handlers": 20_000,
         "terminal": 200_000,
+        "imports": 15,
     },
     "tiny": {
         "stream": 500,
@@ -65,6 +67,7 @@ SIZES = {
         "flow_max": 50,
         "handlers": 100,
         "terminal": 500,
+        "imports": 3,
     },
 }
 
@@ -84,7 +87,7 @@ def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
         lambda: memory_per_subscription(size["subs"]),
         lambda: slow_consumer(size["slow"]),
         lambda: flow_controlled_consumer(size["flow"], size["flow_max"]),
-        import_time,
+        lambda: import_time(size["imports"]),
     ]
 
 
