@@ -23,7 +23,7 @@ import websocket
 
 import daemon_client as dc
 from bench.servers import LoopbackServer, reply, stream_frame
-from bench.wire import text_frame
+from bench.wire import SERVER_INFO, text_frame
 from daemon_client.transport.frames import FrameReader
 from daemon_client.transport.handshake_policy import parse_target
 from daemon_client.transport.upgrade import open_websocket
@@ -58,11 +58,14 @@ class Rate(NamedTuple):
     """Process CPU time per event in µs (every thread of the process, the in-process server's too)."""
 
 
-def _timeline_server(count: int, *, agents: int = 1, per_subscription: bool = False) -> LoopbackServer:
+def _timeline_server(
+    count: int, *, agents: int = 1, per_subscription: bool = False, server_info: bytes = SERVER_INFO
+) -> LoopbackServer:
     """Acknowledges timeline subscriptions; on ``start`` blasts ``count`` frames spread
     over the first ``agents`` subscriptions (raw clients get untagged frames). With
     ``per_subscription`` every event of ``agent-0`` goes once to each subscription the
-    connection holds, as an owned-subscription daemon sends it (``count`` x subscriptions frames)."""
+    connection holds, as an owned-subscription daemon sends it (``count`` x subscriptions frames),
+    or once, untagged, when it holds none (a broadcast host, ``server_info`` without features)."""
     subscriptions: dict[int, list[str]] = {}  # per connection
     blobs: dict[str, bytes] = {}
 
@@ -83,7 +86,8 @@ def _timeline_server(count: int, *, agents: int = 1, per_subscription: bool = Fa
             targets = tuple(mine if per_subscription else mine[:agents])
             key = ",".join(targets)
             if per_subscription and key not in blobs:
-                blobs[key] = b"".join(stream_frame(i, sid, "agent-0") for i in range(1, count + 1) for sid in mine)
+                sids: list[str | None] = [*mine] or [None]
+                blobs[key] = b"".join(stream_frame(i, sid, "agent-0") for i in range(1, count + 1) for sid in sids)
             if key not in blobs:  # encoded once, outside the measured runs' cost after the first
                 blobs[key] = b"".join(
                     stream_frame(i, targets[i % len(targets)], f"agent-{i % len(targets)}") for i in range(1, count + 1)
@@ -95,7 +99,7 @@ def _timeline_server(count: int, *, agents: int = 1, per_subscription: bool = Fa
             sock.sendall(reply(message, {"subscriptionId": message["subscriptionId"]}, "subscription.release.response"))
         return True
 
-    return LoopbackServer(handler)
+    return LoopbackServer(handler, server_info)
 
 
 def _bare_socket(url: str) -> tuple[socket.socket, FrameReader]:

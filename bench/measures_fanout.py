@@ -8,6 +8,7 @@ loopback server of the stream figure (an owned-subscription host: every frame ca
 from __future__ import annotations
 
 from bench.measures import Figure, _client_run, _timeline_server, median_rate
+from bench.wire import BROADCAST_SERVER_INFO
 
 AGENTS = 100
 HANDLERS = 10
@@ -33,11 +34,20 @@ def handlers_fan_out(count: int) -> Figure:
     """10 ``timeline.subscribe`` calls on one agent against one. On an owned-subscription host
     each call is its own subscription, so the daemon sends every event once per subscription
     (10 frames per event); the clock stops when every handler got every event, and the rate
-    counts each event once (events/s delivered to all handlers)."""
+    counts each event once (events/s delivered to all handlers).
+
+    For comparison (detail only), the same on a broadcast host (0.1.65: no subscription features),
+    where one untagged frame per event reaches every handler of the agent and is parsed once."""
     server = _timeline_server(count, per_subscription=True)
     try:
         one = median_rate(3, lambda: _client_run(server.url, count, 1, handlers=1))
         many = median_rate(3, lambda: _client_run(server.url, count, 1, handlers=HANDLERS))
+    finally:
+        server.close()
+    server = _timeline_server(count, per_subscription=True, server_info=BROADCAST_SERVER_INFO)
+    try:
+        shared_one = median_rate(3, lambda: _client_run(server.url, count, 1, handlers=1))
+        shared_many = median_rate(3, lambda: _client_run(server.url, count, 1, handlers=HANDLERS))
     finally:
         server.close()
     ratio = many.per_s / one.per_s
@@ -45,4 +55,7 @@ def handlers_fan_out(count: int) -> Figure:
                   {"one_handler_events_per_s": round(one.per_s), "ten_handlers_events_per_s": round(many.per_s),
                    "ten_handlers_deliveries_per_s": round(many.per_s * HANDLERS),
                    "wire_frames_per_event": HANDLERS, "one_cpu_us_per_event": round(one.cpu_us, 2),
-                   "ten_cpu_us_per_event": round(many.cpu_us, 2), "events": count})  # fmt: skip
+                   "ten_cpu_us_per_event": round(many.cpu_us, 2), "events": count,
+                   "broadcast_host_one_handler_events_per_s": round(shared_one.per_s),
+                   "broadcast_host_ten_handlers_events_per_s": round(shared_many.per_s),
+                   "broadcast_host_ratio": round(shared_many.per_s / shared_one.per_s, 3)})  # fmt: skip
