@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import attrs
@@ -59,21 +59,46 @@ class Rate(NamedTuple):
 
 
 def _timeline_server(
-    count: int, *, agents: int = 1, per_subscription: bool = False, server_info: bytes = SERVER_INFO
+    count: int,
+    *,
+    agents: int = 1,
+    per_subscription: bool = False,
+    server_info: bytes = SERVER_INFO,
+    prepare: Iterable[int] = (),
+    prepare_raw: bool = False,
 ) -> LoopbackServer:
     """Acknowledges timeline subscriptions; on ``start`` blasts ``count`` frames spread
     over the first ``agents`` subscriptions (raw clients get untagged frames). With
     ``per_subscription`` every event of ``agent-0`` goes once to each subscription the
     connection holds, as an owned-subscription daemon sends it (``count`` x subscriptions frames),
-    or once, untagged, when it holds none (a broadcast host, ``server_info`` without features)."""
+    or once, untagged, when it holds none (a broadcast host, ``server_info`` without features).
+
+    Frames are encoded once per set of subscriptions and kept; ``prepare`` names the numbers of
+    subscriptions clients will hold, whose frames are encoded at once, outside any measured run
+    (and the raw clients' with ``prepare_raw``); others are encoded by the first run needing them."""
     subscriptions: dict[int, list[str]] = {}  # per connection
     blobs: dict[str, bytes] = {}
 
+    def blob(mine: list[str]) -> bytes:
+        targets = tuple(mine if per_subscription else mine[:agents])
+        key = ",".join(targets)
+        if key in blobs:
+            return blobs[key]
+        if per_subscription:
+            sids: list[str | None] = [*mine] or [None]
+            encoded = b"".join(stream_frame(i, sid, "agent-0") for i in range(1, count + 1) for sid in sids)
+        else:
+            encoded = b"".join(
+                stream_frame(i, targets[i % len(targets)], f"agent-{i % len(targets)}") for i in range(1, count + 1)
+            )
+        blobs[key] = encoded
+        return encoded
+
     def handler(sock: Any, buffer: bytearray, frame: dict[str, Any]) -> bool:
         if frame.get("type") == "start":
-            blob = blobs.get("raw") or b"".join(stream_frame(i, None) for i in range(1, count + 1))
-            blobs["raw"] = blob
-            sock.sendall(blob)
+            blob_raw = blobs.get("raw") or b"".join(stream_frame(i, None) for i in range(1, count + 1))
+            blobs["raw"] = blob_raw
+            sock.sendall(blob_raw)
             return True
         message = frame.get("message", {})
         mine = subscriptions.setdefault(id(sock), [])
@@ -83,22 +108,18 @@ def _timeline_server(
             sock.sendall(reply(message, {"agentIds": message["agentIds"], "subscriptionId": sid},
                                "agent.timeline.set_subscription.response"))  # fmt: skip
         elif message.get("type") == "blast":
-            targets = tuple(mine if per_subscription else mine[:agents])
-            key = ",".join(targets)
-            if per_subscription and key not in blobs:
-                sids: list[str | None] = [*mine] or [None]
-                blobs[key] = b"".join(stream_frame(i, sid, "agent-0") for i in range(1, count + 1) for sid in sids)
-            if key not in blobs:  # encoded once, outside the measured runs' cost after the first
-                blobs[key] = b"".join(
-                    stream_frame(i, targets[i % len(targets)], f"agent-{i % len(targets)}") for i in range(1, count + 1)
-                )
-            sock.sendall(blobs[key])
+            sock.sendall(blob(mine))
         elif message.get("type") == "echo_request":
             sock.sendall(reply(message, {"ok": True}, "echo_response"))
         elif message.get("type") == "subscription.release.request":  # else close() waits for the answer
             sock.sendall(reply(message, {"subscriptionId": message["subscriptionId"]}, "subscription.release.response"))
         return True
 
+    for held in prepare:
+        if held or per_subscription:
+            blob([f"sub-{n}" for n in range(held)])
+    if prepare_raw:
+        blobs["raw"] = b"".join(stream_frame(i, None) for i in range(1, count + 1))
     return LoopbackServer(handler, server_info)
 
 
@@ -195,16 +216,28 @@ def _client_stream(url: str, count: int, agents: int) -> float:
 
 def median_rate(runs: int, measure: Callable[[], Rate]) -> Rate:
     """Medians, separately, of the rate and of the CPU per event over ``runs`` runs."""
-    rates = [measure() for _ in range(runs)]
-    return Rate(statistics.median(r.per_s for r in rates), statistics.median(r.cpu_us for r in rates))
+    return median_rates(runs, measure)[0]
+
+
+def median_rates(runs: int, *measures: Callable[[], Rate]) -> list[Rate]:
+    """:func:`median_rate` of each measure, the measures taking turns (one run of each, ``runs``
+    times) so that a change of the machine's load affects them alike."""
+    rates: list[list[Rate]] = [[] for _ in measures]
+    for _ in range(runs):
+        for samples, measure in zip(rates, measures, strict=True):
+            samples.append(measure())
+    return [Rate(statistics.median(r.per_s for r in rs), statistics.median(r.cpu_us for r in rs)) for rs in rates]
 
 
 def stream_throughput(count: int) -> Figure:
-    server = _timeline_server(count)
+    server = _timeline_server(count, prepare=(1,), prepare_raw=True)
     try:
-        raw = median_rate(3, lambda: _raw_stream(server.url, count))
-        bare = median_rate(3, lambda: _bare_stream(server.url, count))
-        client = median_rate(3, lambda: _client_run(server.url, count, 1))
+        raw, bare, client = median_rates(
+            3,
+            lambda: _raw_stream(server.url, count),
+            lambda: _bare_stream(server.url, count),
+            lambda: _client_run(server.url, count, 1),
+        )
     finally:
         server.close()
     over_bare, over_raw = client.per_s / bare.per_s, client.per_s / raw.per_s
@@ -325,5 +358,6 @@ def timed(fn: Callable[[], Figure]) -> Figure:
     return attrs.evolve(figure, detail={**figure.detail, "seconds": round(time.perf_counter() - started, 2)})
 
 
-__all__ = ["IMPORT_FIGURE", "STREAM_FIGURE", "Figure", "Rate", "import_time", "median_rate", "memory_per_subscription",
-           "request_latency", "routing_scale", "stream_throughput", "text_frame", "timed"]  # fmt: skip
+__all__ = ["IMPORT_FIGURE", "STREAM_FIGURE", "Figure", "Rate", "import_time", "median_rate", "median_rates",
+           "memory_per_subscription", "request_latency", "routing_scale", "stream_throughput", "text_frame",
+           "timed"]  # fmt: skip

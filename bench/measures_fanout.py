@@ -7,7 +7,7 @@ loopback server of the stream figure (an owned-subscription host: every frame ca
 
 from __future__ import annotations
 
-from bench.measures import Figure, _client_run, _timeline_server, median_rate
+from bench.measures import Figure, _client_run, _timeline_server, median_rates
 from bench.wire import BROADCAST_SERVER_INFO
 
 AGENTS = 100
@@ -17,10 +17,11 @@ HANDLERS = 10
 def agents_fan_out(count: int) -> Figure:
     """``count`` events interleaved over 100 agents, one timeline subscription each, against the
     same ``count`` events to one subscription."""
-    server = _timeline_server(count, agents=AGENTS)
+    server = _timeline_server(count, agents=AGENTS, prepare=(1, AGENTS))
     try:
-        one = median_rate(3, lambda: _client_run(server.url, count, 1))
-        many = median_rate(3, lambda: _client_run(server.url, count, AGENTS))
+        one, many = median_rates(
+            3, lambda: _client_run(server.url, count, 1), lambda: _client_run(server.url, count, AGENTS)
+        )
     finally:
         server.close()
     ratio = many.per_s / one.per_s
@@ -38,16 +39,22 @@ def handlers_fan_out(count: int) -> Figure:
 
     For comparison (detail only), the same on a broadcast host (0.1.65: no subscription features),
     where one untagged frame per event reaches every handler of the agent and is parsed once."""
-    server = _timeline_server(count, per_subscription=True)
+    server = _timeline_server(count, per_subscription=True, prepare=(1, HANDLERS))
     try:
-        one = median_rate(3, lambda: _client_run(server.url, count, 1, handlers=1))
-        many = median_rate(3, lambda: _client_run(server.url, count, 1, handlers=HANDLERS))
+        one, many = median_rates(
+            3,
+            lambda: _client_run(server.url, count, 1, handlers=1),
+            lambda: _client_run(server.url, count, 1, handlers=HANDLERS),
+        )
     finally:
         server.close()
-    server = _timeline_server(count, per_subscription=True, server_info=BROADCAST_SERVER_INFO)
+    server = _timeline_server(count, per_subscription=True, server_info=BROADCAST_SERVER_INFO, prepare=(0,))
     try:
-        shared_one = median_rate(3, lambda: _client_run(server.url, count, 1, handlers=1))
-        shared_many = median_rate(3, lambda: _client_run(server.url, count, 1, handlers=HANDLERS))
+        shared_one, shared_many = median_rates(
+            3,
+            lambda: _client_run(server.url, count, 1, handlers=1),
+            lambda: _client_run(server.url, count, 1, handlers=HANDLERS),
+        )
     finally:
         server.close()
     ratio = many.per_s / one.per_s

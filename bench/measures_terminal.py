@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import daemon_client as dc
-from bench.measures import Figure, Rate, _bare_hello, _rate, median_rate
+from bench.measures import Figure, Rate, _bare_hello, _rate, median_rates
 from bench.servers import LoopbackServer, reply
 from bench.wire import encode_frame
 from daemon_client.protocol.terminal_frames import OUTPUT, SNAPSHOT
@@ -106,8 +106,9 @@ def terminal_output_throughput(frames: int) -> Figure:
     logging.getLogger("daemon_client.subscriptions.terminal_output").setLevel(logging.ERROR)
     server = _terminal_server(frames, ScriptedShell().snapshot())
     try:
-        bare = median_rate(3, lambda: _bare_output(server.url, frames))
-        client = median_rate(3, lambda: _client_output(server.url, frames))
+        bare, client = median_rates(
+            3, lambda: _bare_output(server.url, frames), lambda: _client_output(server.url, frames)
+        )
     finally:
         server.close()
     ratio = client.per_s / bare.per_s
