@@ -93,7 +93,7 @@ def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller sizes: under a minute")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes: a few minutes")
     parser.add_argument("--tiny", action="store_true", help="smallest sizes (the test suite's smoke run)")
     parser.add_argument("--json", default="bench/results/latest.json", help="where to write the figures")
     args = parser.parse_args(argv)
