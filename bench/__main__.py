@@ -24,8 +24,10 @@ from bench.measures import (
     stream_throughput,
     timed,
 )
+from bench.measures_fanout import agents_fan_out, handlers_fan_out
 from bench.measures_load import flow_controlled_consumer, reconnect_restore, rss_growth, slow_consumer
 from bench.measures_relay import relay_stream_throughput
+from bench.measures_terminal import terminal_output_throughput, terminal_snapshot_parses
 
 SIZES = {
     "quick": {
@@ -37,6 +39,9 @@ SIZES = {
         "restore": 100,
         "flow": 20_000,
         "flow_max": 2_000,
+        "handlers": 2_000,
+        "terminal": 20_000,
+        "imports": 15,
     },
     "full": {
         "stream": 200_000,
@@ -47,6 +52,9 @@ SIZES = {
         "restore": 100,
         "flow": 200_000,
         "flow_max": 10_000,
+        "handlers": 20_000,
+        "terminal": 200_000,
+        "imports": 15,
     },
     "tiny": {
         "stream": 500,
@@ -57,6 +65,9 @@ SIZES = {
         "restore": 5,
         "flow": 1_000,
         "flow_max": 50,
+        "handlers": 100,
+        "terminal": 500,
+        "imports": 3,
     },
 }
 
@@ -67,18 +78,22 @@ def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
         lambda: relay_stream_throughput(size["stream"]),
         lambda: request_latency(size["latency"]),
         lambda: routing_scale(size["stream"]),
+        lambda: agents_fan_out(size["stream"]),
+        lambda: handlers_fan_out(size["handlers"]),
+        lambda: terminal_output_throughput(size["terminal"]),
+        terminal_snapshot_parses,
         lambda: reconnect_restore(size["restore"]),
         lambda: rss_growth(size["rss"]),
         lambda: memory_per_subscription(size["subs"]),
         lambda: slow_consumer(size["slow"]),
         lambda: flow_controlled_consumer(size["flow"], size["flow_max"]),
-        import_time,
+        lambda: import_time(size["imports"]),
     ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller sizes: under a minute")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes: a few minutes")
     parser.add_argument("--tiny", action="store_true", help="smallest sizes (the test suite's smoke run)")
     parser.add_argument("--json", default="bench/results/latest.json", help="where to write the figures")
     args = parser.parse_args(argv)

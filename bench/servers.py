@@ -40,8 +40,10 @@ Handler = Callable[[socket.socket, bytearray, dict[str, Any]], bool]
 class LoopbackServer:
     """A tiny WebSocket server on 127.0.0.1 whose behaviour is a ``Handler``."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, server_info: bytes = SERVER_INFO) -> None:
+        """``server_info``: the frame answering ``hello`` (an owned-subscription host by default)."""
         self._handler = handler
+        self._server_info = server_info
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.url = f"ws://127.0.0.1:{self.port}/ws"
@@ -89,7 +91,7 @@ class LoopbackServer:
                     continue
                 frame = json.loads(data)
                 if frame.get("type") == "hello":
-                    sock.sendall(SERVER_INFO)
+                    sock.sendall(self._server_info)
                 elif frame.get("type") == "ping":
                     sock.sendall(encode_frame(b'{"type":"pong"}'))
                 elif not self._handler(sock, buffer, frame):

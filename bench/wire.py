@@ -83,3 +83,8 @@ SERVER_INFO = text_frame(
     {"type": "session", "message": {"type": "status", "payload": {"status": "server_info", "serverId": "bench",
      "version": "0.9.3", "features": {"ownedSubscriptions": True, "selectiveAgentTimeline": True}}}}
 )  # fmt: skip
+BROADCAST_SERVER_INFO = text_frame(
+    {"type": "session", "message": {"type": "status", "payload": {"status": "server_info", "serverId": "bench",
+     "version": "0.1.65", "features": {}}}}
+)  # fmt: skip
+"""A host without subscription features (0.1.65): every frame goes to every client, untagged."""

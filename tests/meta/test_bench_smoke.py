@@ -8,6 +8,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+NEW_FIGURES = (
+    "stream throughput client/raw, client/bare",
+    "fan-out 100 agents / 1",
+    "fan-out 10 handlers of one agent / 1",
+    "terminal output client/bare",
+    "terminal snapshot sent twice: parses",
+    "import time vs its dependencies",
+)
 
 
 def test_bench_runs_and_reports_every_figure(tmp_path: Path) -> None:
@@ -19,6 +27,11 @@ def test_bench_runs_and_reports_every_figure(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads(output.read_text())
     names = [figure["name"] for figure in report["figures"]]
-    assert len(names) == 10
+    assert len(names) == 14
+    assert all(name in names for name in NEW_FIGURES), names
     assert all(isinstance(figure["value"], float | int) for figure in report["figures"])
+    stream = next(figure for figure in report["figures"] if figure["name"] == NEW_FIGURES[0])
+    for rate in ("client", "bare", "raw"):  # the rates, each with the CPU time per event beside it
+        assert f"{rate}_events_per_s" in stream["detail"]
+        assert f"{rate}_cpu_us_per_event" in stream["detail"]
     assert "targets hold" in result.stdout
