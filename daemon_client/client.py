@@ -9,6 +9,7 @@ thread, not the callback thread). Callbacks run on the callback thread chosen by
 from __future__ import annotations
 
 import logging
+import os
 import random
 import ssl
 import time
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon_client.config import (
     DEFAULT_APP_VERSION,
+    TRACE_ENV,
     Heartbeat,
     ReconnectPolicy,
     check_app_version,
@@ -40,17 +42,17 @@ from daemon_client.runtime.requests import RequestTable
 from daemon_client.runtime.timers import TimerThread
 from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
-from daemon_client.transport.relay import RelayStats, RelayTransportFactory
-from daemon_client.transport.trace import TraceTarget, open_trace
 from daemon_client.transport.websocket import WebSocketTransport
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the relay and the wire trace are imported only when a client uses them
     from daemon_client.agents import AgentsNamespace
     from daemon_client.config_namespace import ConfigNamespace
     from daemon_client.projects import ProjectsNamespace
     from daemon_client.providers import ProvidersNamespace
     from daemon_client.subscriptions.flow import ClientStats
     from daemon_client.terminals import TerminalsNamespace
+    from daemon_client.transport.relay import RelayStats, RelayTransportFactory
+    from daemon_client.transport.trace import TraceTarget, WireTrace
     from daemon_client.workspaces import WorkspacesNamespace
 
 
@@ -147,6 +149,8 @@ class Client:
         self._relay: RelayTransportFactory | None = None
         relay = resolution.target.relay
         if relay is not None:
+            from daemon_client.transport.relay import RelayTransportFactory
+
             self._relay = factory = RelayTransportFactory(
                 factory, relay.daemon_public_key, logger=self._log.getChild("relay")
             )
@@ -179,7 +183,11 @@ class Client:
         self._pushes = PushRegistry(self._dispatcher.post, self._dispatcher.backlog)
         if password and auth_header:
             self._log.debug("a password is set: auth_header is not sent")
-        self._trace = open_trace(trace, secrets=(password, auth_header))  # last: it starts a writer thread
+        self._trace: WireTrace | None = None
+        if trace is not None or os.environ.get(TRACE_ENV):
+            from daemon_client.transport.trace import open_trace
+
+            self._trace = open_trace(trace, secrets=(password, auth_header))  # last: it starts a writer thread
         options = ConnectionOptions(
             targets=self._targets,
             client_id=self._client_id,

@@ -16,6 +16,8 @@ DEFAULT_URL = "ws://localhost:6767/ws"
 #: non-builtin providers (and their agents) from clients announcing less than 0.1.45.
 DEFAULT_APP_VERSION = "0.1.65"
 MIN_APP_VERSION = (0, 1, 45)
+#: Names a file every new client writes its wire trace to (see ``Client(trace=...)``).
+TRACE_ENV = "DAEMON_CLIENT_TRACE"
 
 
 def _positive(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:

@@ -130,7 +130,7 @@ def report_skipped(model: str, field: str | None, where: Where, raw: Any) -> Non
 
 # ------------------------------------------------------------------------------ readers
 
-_fallback = cattrs.Converter()
+_fallback: list[cattrs.Converter] = []  # built on first use (slow to build, rarely needed)
 _readers: dict[Any, Reader] = {}
 _identities: dict[type[Any], tuple[str, ...]] = {}
 
@@ -197,10 +197,17 @@ def _build(tp: Any) -> Reader:
     return _fallback_reader(tp)
 
 
+def _fallback_converter() -> cattrs.Converter:
+    with _lock:
+        if not _fallback:
+            _fallback.append(cattrs.Converter())
+        return _fallback[0]
+
+
 def _fallback_reader(tp: Any) -> Reader:
     def read(value: Any, where: Where) -> Any:
         try:
-            return _fallback.structure(value, tp)
+            return _fallback_converter().structure(value, tp)
         except Exception as exc:  # noqa: BLE001 - any failure means the value does not fit
             raise _Unfit(str(exc)) from None
 

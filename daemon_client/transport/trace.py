@@ -21,6 +21,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 
+from daemon_client.config import TRACE_ENV
 from daemon_client.transport.base import (
     ConnectParams,
     FrameRejected,
@@ -32,7 +33,6 @@ from daemon_client.transport.trace_sink import TraceSink, TraceTarget, acquire_s
 
 __all__ = ["TRACE_ENV", "TraceTarget", "TracingTransport", "WireTrace", "open_trace"]
 
-TRACE_ENV = "DAEMON_CLIENT_TRACE"
 """The environment variable naming a trace file for clients created without ``trace=``."""
 
 
