@@ -9,8 +9,8 @@ callback thread (live updates) or the caller's thread (history reads).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 
@@ -18,6 +18,25 @@ from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentSnapshot, AgentUsage, PermissionRequest
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.lenient import report_skipped, structure_optional
+
+T = TypeVar("T")
+
+
+def _slot_constructor(cls: type[T]) -> Callable[..., T]:
+    """A positional constructor of a frozen, slotted attrs class with plain fields (no
+    defaults filled in, validators or converters): it sets the slots directly, about twice as
+    fast as the generated ``__init__``. For the stream's hot path; the instances are the same."""
+    fields = attrs.fields(cls)  # type: ignore[arg-type]  # an attrs class, checked by attrs
+    if getattr(cls, "__attrs_post_init__", None) or any(f.validator or f.converter for f in fields):
+        raise TypeError(f"{cls.__name__} needs its __init__")
+    names = [field.name for field in fields]
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    namespace.update({f"_set_{name}": getattr(cls, name).__set__ for name in names})
+    body = "".join(f"    _set_{name}(instance, {name})\n" for name in names)
+    exec(f"def make({', '.join(names)}):\n    instance = _new(_cls)\n{body}    return instance\n", namespace)
+    make: Callable[..., T] = namespace["make"]
+    return make
+
 
 # ----------------------------------------------------------------------------- items
 
@@ -152,7 +171,7 @@ def _text_item(raw: Mapping[str, Any], kind: str) -> TimelineItem | None:
     if kind == "assistant_message":
         message_id = raw.get("messageId")
         if message_id is None or type(message_id) is str:
-            return AssistantMessage(text, message_id)
+            return _new_assistant_message(text, message_id, "assistant_message")
     elif kind == "reasoning":
         return Reasoning(text)
     return None
@@ -350,10 +369,11 @@ def parse_event(raw: Any) -> StreamEvent:
     if kind == "timeline":
         turn_id = raw.get("turnId")
         provider = raw.get("provider", "")
-        return TimelineEvent(
+        return _new_timeline_event(
             parse_item(raw.get("item")),
             provider if type(provider) is str else str(provider),
             turn_id if type(turn_id) is str else None,
+            "timeline",
         )
     cls = _EVENTS.get(kind)
     if cls is None:
@@ -386,11 +406,16 @@ class TimelineUpdate:
         return self.event.type
 
 
+_new_assistant_message = _slot_constructor(AssistantMessage)
+_new_timeline_event = _slot_constructor(TimelineEvent)
+_new_timeline_update = _slot_constructor(TimelineUpdate)
+
+
 def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
     """An ``agent_stream`` payload → :class:`TimelineUpdate` (``subscription_id`` as routed)."""
     get = payload.get
     agent_id, seq, epoch, timestamp = get("agentId", ""), get("seq"), get("epoch"), get("timestamp")
-    return TimelineUpdate(
+    return _new_timeline_update(
         agent_id if type(agent_id) is str else str(agent_id),
         parse_event(get("event")),
         subscription_id,

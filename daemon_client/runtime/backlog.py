@@ -25,6 +25,7 @@ import attrs
 
 DEFAULT_MAX_EVENTS = 100_000
 DEFAULT_MAX_BYTES = 256 * 2**20
+_UNLIMITED = 2**62
 
 
 def _limit(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -67,14 +68,28 @@ class BacklogStats:
 
 
 class Backlog:
-    """Counters of admitted, not yet run jobs against a :class:`FlowControl`."""
+    """Counters of admitted, not yet run jobs against a :class:`FlowControl`.
+
+    Lock-free on the hot path: each counter has one writer. The admitting thread (the
+    reader: :meth:`admit`, :meth:`cancel`) writes the ``_in_`` counters; the thread running
+    admitted jobs, one at a time (:meth:`done`), writes the ``_out_`` counters, or any thread
+    under ``_lock`` when jobs may run concurrently (:meth:`done_locked`, a user executor).
+    The backlog is ``in - out``. ``_lagging`` changes under ``_lock`` only: :meth:`admit`
+    raises it *before* it reads the ``out`` counters again, and :meth:`done` writes its
+    counter *before* it reads the flag, so either the refusal sees the last job done or that
+    job's ``done`` sees the flag and ends the lagging period (nothing waits for a drained queue).
+    """
 
     def __init__(self, limits: FlowControl | None = None) -> None:
-        self.limits = limits or FlowControl()
+        self.limits = limits = limits or FlowControl()
+        self._max_events = limits.max_events if limits.max_events is not None else _UNLIMITED
+        self._max_bytes = limits.max_bytes if limits.max_bytes is not None else _UNLIMITED
         self._lock = threading.Lock()
-        self._events = 0  # guarded by _lock
-        self._bytes = 0  # guarded by _lock
-        self._lagging = False  # guarded by _lock (read without it as a hint)
+        self._in_events = 0  # written by the admitting thread only
+        self._in_bytes = 0  # written by the admitting thread only
+        self._out_events = 0  # written by the job-running thread (or under _lock: done_locked)
+        self._out_bytes = 0  # written by the job-running thread (or under _lock: done_locked)
+        self._lagging = False  # written under _lock, read without it
         self._listeners: tuple[Callable[[], None], ...] = ()  # copy-on-write under _lock
         self.frame_size = 0
         """Reader thread only: the wire size of the frame being routed (its admission cost)."""
@@ -84,32 +99,57 @@ class Backlog:
         """True while admission is refused (until the backlog is under the low-water mark)."""
         return self._lagging
 
+    def _over(self) -> bool:
+        return (
+            self._in_events - self._out_events >= self._max_events
+            or self._in_bytes - self._out_bytes >= self._max_bytes
+        )
+
+    def _drained(self) -> bool:
+        return (
+            self._in_events - self._out_events <= self._max_events // 2
+            and self._in_bytes - self._out_bytes <= self._max_bytes // 2
+        )
+
     def admit(self, cost: int) -> bool:
-        """Count one job of ``cost`` bytes, or refuse it (``False``) while over a limit."""
-        limits = self.limits
-        with self._lock:
-            if self._lagging:
-                return False
-            if (limits.max_events is not None and self._events >= limits.max_events) or (
-                limits.max_bytes is not None and self._bytes >= limits.max_bytes
-            ):
-                self._lagging = True
-                return False
-            self._events += 1
-            self._bytes += cost
-            return True
+        """Admitting thread: count one job of ``cost`` bytes, or refuse it (``False``) while
+        over a limit."""
+        if self._lagging:
+            return False
+        if self._over():
+            with self._lock:
+                self._lagging = True  # first: a done() from now on looks at the flag
+                if self._over():
+                    return False
+                self._lagging = False  # drained meanwhile
+        self._in_events += 1
+        self._in_bytes += cost
+        return True
+
+    def cancel(self, cost: int) -> None:
+        """Admitting thread: a job it admitted was not queued after all."""
+        self._in_events -= 1
+        self._in_bytes -= cost
 
     def done(self, cost: int) -> None:
-        """An admitted job ran (or was discarded); may end the lagging period."""
-        limits = self.limits
+        """The job-running thread (one at a time): an admitted job ran or was discarded; may
+        end the lagging period."""
+        self._out_events += 1
+        self._out_bytes += cost
+        if self._lagging:
+            self._recover_if_drained()
+
+    def done_locked(self, cost: int) -> None:
+        """:meth:`done` for jobs that may run on several threads at once (a user executor)."""
         with self._lock:
-            self._events -= 1
-            self._bytes -= cost
-            recovered = (
-                self._lagging
-                and (limits.max_events is None or self._events <= limits.max_events // 2)
-                and (limits.max_bytes is None or self._bytes <= limits.max_bytes // 2)
-            )
+            self._out_events += 1
+            self._out_bytes += cost
+        if self._lagging:
+            self._recover_if_drained()
+
+    def _recover_if_drained(self) -> None:
+        with self._lock:
+            recovered = self._lagging and self._drained()
             if recovered:
                 self._lagging = False
             listeners = self._listeners if recovered else ()
@@ -122,5 +162,12 @@ class Backlog:
             self._listeners = (*self._listeners, listener)
 
     def stats(self) -> BacklogStats:
-        with self._lock:
-            return BacklogStats(self._events, self._bytes, self._lagging, self.limits.max_events, self.limits.max_bytes)
+        """A snapshot (the counters are read without stopping the threads that move them)."""
+        out_events, out_bytes = self._out_events, self._out_bytes
+        return BacklogStats(
+            self._in_events - out_events,
+            self._in_bytes - out_bytes,
+            self._lagging,
+            self.limits.max_events,
+            self.limits.max_bytes,
+        )

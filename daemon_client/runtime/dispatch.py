@@ -136,7 +136,7 @@ class Dispatcher:
             return False
         if self._put((fn, cost)):
             return True
-        backlog.done(cost)
+        backlog.cancel(cost)
         return False
 
     def _take(self, timeout: float | None) -> list[object]:
@@ -232,16 +232,32 @@ class Dispatcher:
 
     def _run_batch(self, batch: list[object]) -> None:
         """Run taken items in order on this thread (``_STOP`` is never among them)."""
-        local, backlog, run = self._local, self.backlog, self._run_one
+        local, report, slow, clock = self._local, self._report, self._slow, time.monotonic
+        # One batch at a time runs with the default thread or process_events(); an executor
+        # (a pool, perhaps) may run several at once: its jobs count under the backlog's lock.
+        done = self.backlog.done if self._executor is None or self._executor == "manual" else self.backlog.done_locked
         local.depth = getattr(local, "depth", 0) + 1
         try:
+            last = clock()
+            fn: Callback
             for item in batch:
                 if type(item) is tuple:  # an admitted push: counted until it ran
                     fn, cost = item
-                    run(fn)
-                    backlog.done(cost)
+                    try:
+                        fn()
+                    except BaseException as exc:  # noqa: BLE001 - isolation is the point
+                        report(exc, fn)
+                    done(cost)
                 else:
-                    run(item)  # type: ignore[arg-type]
+                    fn = item  # type: ignore[assignment]  # a plain callable
+                    try:
+                        fn()
+                    except BaseException as exc:  # noqa: BLE001 - isolation is the point
+                        report(exc, fn)
+                now = clock()
+                if now - last > slow:
+                    self._log.warning("callback %r ran for %.2f s; later callbacks waited behind it", fn, now - last)
+                last = now
         finally:
             local.depth -= 1
 
@@ -280,7 +296,7 @@ class Dispatcher:
         except BaseException as exc:  # noqa: BLE001
             self._report(exc, executor)
             if type(item) is tuple:  # never to run: release what the backlog counted for it
-                self.backlog.done(item[1])
+                self.backlog.done_locked(item[1])
 
     def _deliver(self, item: object) -> None:
         """Executor mode: run one handed-over callable on the executor's thread."""

@@ -114,7 +114,7 @@ class PushRegistry:
         if self._watchers:
             self._check_watchers(message)
         table = self._by_type
-        handlers = table.get(message.type, ()) + table.get(_ALL, ())
+        handlers = (table.get(message.type, ()) + table.get(_ALL, ())) if table else ()
         if not handlers:
             if router is None:
                 _log.debug("no listener for %s", preview(message.type, 80))

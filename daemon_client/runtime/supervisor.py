@@ -269,6 +269,7 @@ class Supervisor:
         transport, frame_log, dispatcher = sock.transport, self._frame_log, self._link.dispatcher
         binary_seen = False
         handled = 0
+        tracing = frame_log.isEnabledFor(logging.DEBUG)  # looked at again every HANDOFF_FRAMES frames
         while True:
             try:
                 text = transport.recv()
@@ -293,7 +294,7 @@ class Supervisor:
                     self._log.info("%s: skipping binary frames nobody subscribed to on this connection "
                                    "(binary frame of %d bytes)", self._link.name, len(text))  # fmt: skip
                 continue
-            if frame_log.isEnabledFor(logging.DEBUG):
+            if tracing:
                 frame_log.debug("<- %s", preview(text, 500))
             try:
                 if self._handle(text, sock) and not connected_at:
@@ -303,6 +304,7 @@ class Supervisor:
             handled += 1
             if handled >= HANDOFF_FRAMES:
                 handled = 0
+                tracing = frame_log.isEnabledFor(logging.DEBUG)
                 if dispatcher.pending >= HANDOFF_FRAMES:
                     time.sleep(0)  # let the callback thread take the GIL: small batches stay in cache
 

@@ -345,3 +345,51 @@ def test_the_backlog_counts_admitted_jobs_until_they_ran() -> None:
     assert not backlog.lagging
     assert backlog.admit(990)
     assert not backlog.admit(1)  # the bytes limit
+
+
+@pytest.mark.parametrize("max_events", [2, 3, 16])
+def test_the_backlog_never_stays_lagging_once_drained(max_events: int) -> None:
+    """One admitting thread and one thread running jobs, interleaved as finely as the
+    interpreter allows: every lagging period ends once the queue drains, and the counts
+    come back to zero (the counters are lock-free, one writer each)."""
+    import collections
+    import sys
+
+    from daemon_client.runtime.backlog import Backlog
+
+    backlog = Backlog(dc.FlowControl(max_events=max_events, max_bytes=None))
+    queue: collections.deque[int] = collections.deque()
+    recoveries = [0]
+    backlog.on_recovered(lambda: recoveries.__setitem__(0, recoveries[0] + 1))
+    admitted_all = threading.Event()
+
+    def consume() -> None:
+        while not (admitted_all.is_set() and not queue):
+            try:
+                cost = queue.popleft()
+            except IndexError:
+                continue
+            backlog.done(cost)
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    try:
+        admitted = refused = 0
+        for n in range(20_000):
+            if backlog.admit(n % 7):
+                queue.append(n % 7)
+                admitted += 1
+            else:
+                refused += 1
+        admitted_all.set()
+        consumer.join(30)
+    finally:
+        sys.setswitchinterval(previous)
+    assert not consumer.is_alive()
+    stats = backlog.stats()
+    assert (stats.queued_events, stats.queued_bytes) == (0, 0)
+    assert not stats.lagging  # a lagging period that began must have ended with the drain
+    assert admitted + refused == 20_000
+    assert refused == 0 or recoveries[0] >= 1
