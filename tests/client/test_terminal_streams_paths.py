@@ -304,3 +304,13 @@ def test_an_exit_without_an_exit_callback_still_ends_the_stream(fakes, make_clie
         stream.expect("never", timeout=5)
     assert stream.exited
     assert client.flush_callbacks()
+
+
+def test_an_empty_output_frame_adds_nothing_to_read(scripted: ScriptedLink) -> None:
+    outputs = RecordingHandler[str]("outputs")
+    stream = _live(scripted, scripted.stream(on_output=outputs))
+    assert scripted.manager.route_binary(bytes([OUTPUT, 0]))
+    assert scripted.manager.route_binary(bytes([OUTPUT, 0]) + b"text")
+    scripted.run_callbacks()
+    assert outputs.items == ["", "text"]  # one call per frame
+    assert list(stream.output(timeout=0)) == ["text"]
