@@ -143,3 +143,16 @@ def test_the_end_of_another_agents_turn_is_no_outcome(connected, kind: str) -> N
     result = agent.wait_for_finish(timeout=5)
     assert result.status == "idle"
     assert result.outcome is None
+
+
+@pytest.mark.parametrize(
+    ("options", "text"),
+    [
+        ({}, "boom"),
+        ({"code": "handler_error"}, "boom (code=handler_error)"),
+        ({"request_type": "fetch_agent_request"}, "boom (request=fetch_agent_request)"),
+        ({"code": "c", "request_type": "r"}, "boom (code=c, request=r)"),
+    ],
+)
+def test_an_rpc_error_names_only_what_it_knows(options: dict[str, Any], text: str) -> None:
+    assert str(dc.RpcError("boom", **options)) == text
