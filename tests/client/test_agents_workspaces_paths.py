@@ -194,3 +194,20 @@ def test_a_workspace_subscription_finds_the_workspace_directory(connected) -> No
     subscription.release()
     with pytest.raises(dc.DaemonClientError, match="no workspace 'ws-missing' with a directory"):
         client.terminals.subscribe(lambda changed: None, workspace_id="ws-missing")
+
+
+def test_an_unreadable_placement_in_a_snapshot_keeps_the_known_project(connected) -> None:
+    fake, client = connected()
+    agent_id = fake.agents.upsert(title="placed")["id"]
+    handle = client.agents.ref(agent_id)
+    handle.refresh()
+    known = handle.project
+    assert known is not None
+    fake.agents.upsert(agent_id, title="renamed", project={"projectKey": 5})  # no longer a placement
+    observed = client.agents.list(subscribe=True)
+    assert observed.entries[0].project is None
+    client.ping()
+    assert client.flush_callbacks()
+    assert handle.title == "renamed"
+    assert handle.project == known
+    observed.subscription.release()
