@@ -211,3 +211,19 @@ def test_an_unreadable_placement_in_a_snapshot_keeps_the_known_project(connected
     assert handle.title == "renamed"
     assert handle.project == known
     observed.subscription.release()
+
+
+def test_a_workspaces_namespace_built_without_agents_or_terminals_says_so(connected) -> None:
+    from daemon_client.workspaces import WorkspacesNamespace
+
+    fake, client = connected()
+    descriptor = client.workspaces.open(CWD).current()
+    assert descriptor is not None
+    bare = WorkspacesNamespace(client.workspaces._context, client.workspaces._manager)
+    handle = bare.ref(descriptor)
+    before = len(fake.received)
+    with pytest.raises(RuntimeError, match="built without terminals"):
+        handle.terminals  # noqa: B018 - the property is the call under test
+    with pytest.raises(RuntimeError, match=r"built without client\.agents"):
+        handle.agents.create(dc.AgentConfig(provider=MOCK))
+    assert len(fake.received) == before
