@@ -131,3 +131,37 @@ def test_a_parent_owned_by_another_thread_is_refused(app) -> None:
     obj.moveToThread(elsewhere)
     with pytest.raises(ValueError, match="owns parent"):
         qt_executor(obj)
+
+
+def test_a_raising_callable_is_logged_and_the_next_still_runs(app, window, caplog) -> None:
+    executor = qt_executor(window)
+    ran: list[str] = []
+    executor(lambda: 1 / 0)
+    executor(lambda: ran.append("after"))
+    pump(app, lambda: ran == ["after"])
+    assert "a callable handed to qt_executor raised" in caplog.text
+    assert "ZeroDivisionError" in caplog.text
+
+
+def test_a_relay_deleted_behind_the_executors_back_drops_callables(app, caplog) -> None:
+    import shiboken6
+
+    executor = qt_executor()
+    executor.relay.destroyed.disconnect(executor._on_destroyed)  # so only the emit can tell
+    shiboken6.delete(executor.relay)
+    assert not executor.stopped
+    executor(lambda: None)  # the emit on the deleted object fails: stopped, dropped
+    assert executor.stopped
+    executor(lambda: None)
+    assert caplog.text.count("the Qt relay is destroyed: dropping callbacks") == 1
+
+
+def test_without_a_qt_binding_the_executor_says_what_to_install(monkeypatch) -> None:
+    from daemon_client.gui import qt_loop
+
+    def missing(name: str) -> Any:
+        raise ImportError(f"No module named {name!r}")
+
+    monkeypatch.setattr(qt_loop.importlib, "import_module", missing)
+    with pytest.raises(ImportError, match=r"qt_executor needs PySide6 or PyQt6 \(pip install 'daemon-client\[qt\]'\)"):
+        qt_executor()

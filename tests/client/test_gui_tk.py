@@ -149,3 +149,49 @@ def test_waiting_on_the_tk_thread_raises_would_deadlock(root, fakes, make_client
 def test_bad_arguments_are_refused(root) -> None:
     with pytest.raises(ValueError, match="poll_ms"):
         tk_executor(root, poll_ms=0)
+
+
+def test_a_raising_callable_is_logged_and_the_next_still_runs(root, caplog) -> None:
+    executor = tk_executor(root)
+    ran: list[str] = []
+    executor(lambda: 1 / 0)
+    executor(lambda: ran.append("after"))
+    assert executor.drain() == 2
+    assert ran == ["after"]
+    assert "a callable handed to tk_executor raised" in caplog.text
+    assert "ZeroDivisionError" in caplog.text
+    executor.stop()
+
+
+def test_a_child_widget_destroyed_does_not_stop_the_executor(root) -> None:
+    executor = tk_executor(root)
+    child = tkinter.Frame(root)
+    child.destroy()  # its <Destroy> event reaches the root's binding too
+    root.update()
+    assert not executor.stopped
+    ran: list[int] = []
+    executor(lambda: ran.append(1))
+    pump(root, lambda: ran == [1])
+    executor.stop()
+
+
+def test_stop_is_idempotent_and_later_callables_are_dropped(root, caplog) -> None:
+    executor = tk_executor(root)
+    executor.stop()
+    executor.stop()
+    assert executor.stopped
+    assert executor.root is None
+    executor(lambda: None)
+    assert executor.pending == 0
+    assert "dropping 1 callback(s)" in caplog.text
+
+
+def test_polling_stops_when_tk_refuses_to_schedule(root, monkeypatch) -> None:
+    executor = tk_executor(root, poll_ms=1)
+
+    def refuse(*args: object) -> str:
+        raise tkinter.TclError('can\'t invoke "after" command: application has been destroyed')
+
+    monkeypatch.setattr(root, "after", refuse)  # the tick already scheduled still runs
+    pump(root, lambda: executor.stopped)
+    assert executor.root is None
