@@ -288,19 +288,19 @@ class Supervisor:
                 return sock.failure or Failure(exc.error, terminal=True)
             except TransportError as exc:
                 return sock.failure or Failure(ConnectionLost(f"Connection lost: {exc}"))
-            if isinstance(text, bytes):
+            if type(text) is bytes:
                 if not self._route_binary(text) and not binary_seen:
                     binary_seen = True  # one line per connection
                     self._log.info("%s: skipping binary frames nobody subscribed to on this connection "
                                    "(binary frame of %d bytes)", self._link.name, len(text))  # fmt: skip
-                continue
-            if tracing:
-                frame_log.debug("<- %s", preview(text, 500))
-            try:
-                if self._handle(text, sock) and not connected_at:
-                    connected_at.append(time.monotonic())
-            except Exception:  # noqa: BLE001 - an internal defect must not kill the reader
-                self._log.exception("internal error while handling a frame: %s", preview(text))
+            else:
+                if tracing:
+                    frame_log.debug("<- %s", preview(text, 500))
+                try:
+                    if self._handle(text, sock) and not connected_at:  # type: ignore[arg-type]
+                        connected_at.append(time.monotonic())
+                except Exception:  # noqa: BLE001 - an internal defect must not kill the reader
+                    self._log.exception("internal error while handling a frame: %s", preview(text))
             handled += 1
             if handled >= HANDOFF_FRAMES:
                 handled = 0

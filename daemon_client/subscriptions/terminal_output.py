@@ -42,6 +42,7 @@ class OutputReader:
         self._queued = 0
         self._pending = ""  # taken by expect() and not consumed by a match yet (raw text)
         self._ended: Ended | None = None
+        self._waiting = 0  # callers in _changed.wait(): pushes notify only when there are some
         self.dropped = 0
         """Characters dropped because nobody read them before the limit was reached."""
 
@@ -67,7 +68,8 @@ class OutputReader:
                     dropped += len(oldest)
             first = dropped and not self.dropped
             self.dropped += dropped
-            self._changed.notify_all()
+            if self._waiting:
+                self._changed.notify_all()
         if first:
             _log.warning("%s: unread output over %d characters; the oldest is dropped", self._name, self._limit)
 
@@ -108,7 +110,11 @@ class OutputReader:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
-                self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
+                self._waiting += 1
+                try:
+                    self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
+                finally:
+                    self._waiting -= 1
 
     def chunks(self, timeout: float | None) -> Iterator[str]:
         """Iterate :meth:`next_chunk` until it returns ``None``."""
@@ -143,7 +149,11 @@ class OutputReader:
                         f"unmatched output ends with {unmatched[-200:]!r}",
                         output=unmatched,
                     )
-                self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
+                self._waiting += 1
+                try:
+                    self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
+                finally:
+                    self._waiting -= 1
 
     def _search_locked(self, regex: re.Pattern[str], strip: bool) -> re.Match[str] | None:
         raw = self._pending

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import logging
 import re
 import threading
@@ -384,20 +385,24 @@ class TerminalStreamManager:
     # -------------------------------------------------------------- reader thread
     def route_binary(self, data: bytes) -> bool:
         """Reader thread: one binary frame; False when it is not for a stream of this client."""
+        if len(data) > 1 and data[0] == OUTPUT:  # the stream's bulk: no frame object, one job per stream
+            feed = self._feeds.get(data[1])
+            if feed is None:
+                return False
+            text = decode_output(data[2:])
+            feed.output_since = True
+            for stream in feed.streams:
+                stream._reader.push(text)
+                if stream._on_output is not None:
+                    self.dispatcher.post(functools.partial(stream._deliver_output, text))
+            return True
         frame = decode_terminal_frame(data)
         if frame is None:
             return False
         feed = self._feeds.get(frame.slot)
-        if feed is None or frame.opcode not in (OUTPUT, SNAPSHOT):
+        if feed is None or frame.opcode != SNAPSHOT:
             return False
         post = self.dispatcher.post
-        if frame.opcode == OUTPUT:
-            text = decode_output(frame.payload)
-            feed.output_since = True
-            for stream in feed.streams:
-                stream._reader.push(text)
-                post(lambda stream=stream: stream._deliver_output(text))  # type: ignore[misc]
-            return True
         payload = frame.payload
         if feed.memo is None or payload != feed.last_snapshot:
             feed.last_snapshot = payload
