@@ -172,6 +172,11 @@ class Membership:
         if self.state is State.LIVE and self.generation == generation:
             self._on_frame(message, parsed)
 
+    def _deliver_one(self, message: SessionMessage, parse: Callable[[Mapping[str, Any], str | None], Any],
+                     generation: int) -> None:  # fmt: skip
+        """:meth:`_deliver` of a frame routed to this handle alone, parsed here if it is delivered."""
+        self._deliver(message, functools.partial(parse, message.payload, self._subscription_id), generation)
+
     def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
         """A routed frame (only called while live); ``parsed()`` gives its typed form."""
 
@@ -457,13 +462,23 @@ class MembershipManager(Generic[M]):
         handle), parsed once (lazily, on the callback thread) for all of them;
         ``parse(payload, subscription_id)`` stamps the first handle's ID (a job runs only while
         its handle is live under the same ID, so the ID read here is the one it is delivered under)."""
-        targets = self.targets(key, message.payload.get("subscriptionId"))
+        tagged = message.payload.get("subscriptionId")
+        if self._mode is Mode.OWNED and type(tagged) is str:  # the common case: one handle, by its tag
+            sub = self._routes.get(tagged)
+            if sub is not None:
+                job = functools.partial(type(sub)._deliver_one, sub, message, parse, sub.generation)
+                self._flow.offer(sub._lag, job, self._flow.cost(), sub._skipped, message)
+            return
+        targets = self.targets(key, tagged)
         if not targets:
             return
-        parsed: Callable[[], Any] = functools.partial(parse, message.payload, targets[0].subscription_id)
-        if len(targets) > 1:
-            parsed = Memo(parsed).get
         flow, cost = self._flow, self._flow.cost()
+        if len(targets) == 1:
+            sub = targets[0]
+            flow.offer(sub._lag, functools.partial(type(sub)._deliver_one, sub, message, parse, sub.generation), cost,
+                       sub._skipped, message)  # fmt: skip
+            return
+        parsed = Memo(functools.partial(parse, message.payload, targets[0].subscription_id)).get
         for sub in targets:
             flow.offer(sub._lag, functools.partial(sub._deliver, message, parsed, sub.generation), cost,
                        sub._skipped, message)  # fmt: skip

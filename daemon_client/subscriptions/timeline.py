@@ -11,7 +11,7 @@ callback thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -65,21 +65,20 @@ class TimelineSubscription(Membership):
     def _emit(self, update: TimelineUpdate) -> None:
         self._manager.dispatcher.invoke(self._handler, update)
 
-    def _deliver(self, message: SessionMessage, parsed: Callable[[], Any], generation: int) -> None:
-        """The hot path of a live stream: one call from the dispatcher to the handler."""
+    def _deliver_one(self, message: SessionMessage, parse: Callable[[Mapping[str, Any], str | None], Any],
+                     generation: int) -> None:  # fmt: skip
+        """The hot path of a live stream (a frame for this handle alone): one call from the
+        dispatcher to the handler."""
         if self.state is not State.LIVE or self.generation != generation:
             return
         if message.type != "agent_stream":
-            self._on_frame(message, parsed)
+            self._on_frame(message, lambda: None)
             return
         try:
-            update: TimelineUpdate = parsed()
+            update: TimelineUpdate = parse(message.payload, self.subscription_id)
         except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
             _log.warning("unreadable agent_stream frame skipped: %s", exc)
             return
-        subscription_id = self.subscription_id
-        if update.subscription_id != subscription_id:  # shared by several handles of one agent
-            update = attrs.evolve(update, subscription_id=subscription_id)
         self._manager.dispatcher.invoke(self._handler, update)
 
     def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
