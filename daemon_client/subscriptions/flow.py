@@ -210,6 +210,15 @@ class FlowPolicy:
         if action is not None:
             action()
 
+    def offer_shared(self, lags: list[Lag], job: Action, cost: int) -> bool:
+        """Reader thread: post one ``job`` serving several observations of one push, counted
+        once, if none of them is lagging and it is admitted; ``False`` otherwise (nothing was
+        posted or recorded: the caller offers the push to each observation on its own)."""
+        for lag in lags:
+            if lag._pending or lag._held:
+                return False
+        return self._dispatcher.post_admitted(job, cost)
+
     def force(self, lag: Lag, job: Action) -> None:
         """Post ``job`` (never skipped); a pending lag is announced before it."""
         action: Action | None = None

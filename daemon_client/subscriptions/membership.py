@@ -479,6 +479,10 @@ class MembershipManager(Generic[M]):
                        sub._skipped, message)  # fmt: skip
             return
         parsed = Memo(functools.partial(parse, message.payload, targets[0].subscription_id)).get
+        generations = tuple(sub.generation for sub in targets)
+        if flow.offer_shared([sub._lag for sub in targets], functools.partial(_deliver_all, targets, generations,
+                             message, parsed), cost):  # fmt: skip
+            return  # one job for every handle of the frame (none was lagging)
         for sub in targets:
             flow.offer(sub._lag, functools.partial(sub._deliver, message, parsed, sub.generation), cost,
                        sub._skipped, message)  # fmt: skip
@@ -536,6 +540,17 @@ class MembershipManager(Generic[M]):
             if not sub.ready.done():
                 sub.ready.set_exception(closed)
             self.dispatcher.post(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]
+
+
+def _deliver_all(
+    subs: tuple[Membership, ...], generations: tuple[int, ...], message: SessionMessage, parsed: Callable[[], Any]
+) -> None:
+    """Callback thread: one frame shared by several handles (each isolated from the others)."""
+    for sub, generation in zip(subs, generations, strict=True):
+        try:
+            sub._deliver(message, parsed, generation)
+        except Exception:  # noqa: BLE001 - an internal defect for one handle must not starve the others
+            _log.exception("internal error while delivering %s to %r", message.type, sub)
 
 
 def deliver(sub: Membership, message: SessionMessage, parsed: Callable[[], Any], generation: int) -> None:

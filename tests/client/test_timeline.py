@@ -296,3 +296,27 @@ def test_handlers_that_block_or_release_do_not_stall_others(setup, kind: str) ->
     fake.timeline.append(agent_id, {"type": "reasoning", "text": "2"})
     assert released.wait(5)
     assert len(seen.wait_for(2)) == 2
+
+
+@pytest.mark.parametrize("kind", ["selective", "broadcast"])
+def test_handles_sharing_a_frame_each_get_it_even_when_one_handler_raises(setup, kind: str) -> None:
+    """On hosts that send one frame for every handle of an agent, the handles are served by one
+    job per frame; a handler that raises does not keep the frame from the others."""
+    fake, client, agent_id = setup(kind, strict=False)
+    timeline = client.agents.ref(agent_id).timeline
+    recorders = [RecordingHandler[dc.TimelineUpdate](f"handle-{n}") for n in range(3)]
+
+    def failing(update: dc.TimelineUpdate) -> None:
+        raise RuntimeError("handler failed")
+
+    handles = [timeline.subscribe(recorders[0]), timeline.subscribe(failing)]
+    handles += [timeline.subscribe(recorder) for recorder in recorders[1:]]
+    for handle in handles:
+        handle.ready.result(5)
+    for n in range(5):
+        fake.timeline.append(agent_id, {"type": "reasoning", "text": f"row {n}"})
+    for recorder in recorders:
+        texts = [update.event.item.text for update in recorder.wait_for(5)]
+        assert texts == [f"row {n}" for n in range(5)]
+    for recorder, handle in zip(recorders, [handles[0], handles[2], handles[3]], strict=True):
+        assert {update.subscription_id for update in recorder.items} == {handle.subscription_id}
