@@ -142,21 +142,33 @@ class Dispatcher:
     def _take(self, timeout: float | None) -> list[object]:
         """The consumer: everything queued, after waiting up to ``timeout`` seconds (``None``:
         without limit) for something; empty when nothing came."""
-        with self._start_lock:
-            items = self._items
-            if items:
-                self._items = []
-                return items
-            self._idle = True
-        if not self._wake.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while True:
             with self._start_lock:
-                if self._idle:  # nothing was posted
-                    self._idle = False
-                    return []
-            self._wake.acquire()  # posted right after the timeout: released with _idle cleared
+                items = self._items
+                if items:
+                    self._items = []
+                    return items
+                self._idle = True
+            remaining = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                woken = self._wake.acquire(timeout=remaining)
+            except BaseException:  # interrupted (Ctrl-C in process_events): leave no stale wake-up
+                self._stop_waiting()
+                raise
+            if not woken and self._stop_waiting():
+                return []  # nothing was posted in time
+            # else: woken; a wake-up left over from an interrupted wait finds nothing and waits again
+
+    def _stop_waiting(self) -> bool:
+        """The consumer stops waiting on its own: True if nobody woke it meanwhile; else it
+        takes the wake-up that was given (released with ``_idle`` cleared, so at once)."""
         with self._start_lock:
-            items, self._items = self._items, []
-        return items
+            if self._idle:
+                self._idle = False
+                return True
+        self._wake.acquire()
+        return False
 
     def _give_back(self, items: list[object]) -> None:
         """Manual mode: put untaken items back in front of what was posted since."""

@@ -230,3 +230,28 @@ def test_slow_callbacks_are_reported(fakes, make_client, caplog) -> None:
 def test_invalid_executor_is_rejected() -> None:
     with pytest.raises(TypeError, match="callback_executor"):
         dc.Client("ws://x/ws", callback_executor="threads")  # type: ignore[arg-type]
+
+
+def test_an_interrupted_manual_wait_leaves_no_stale_wake_up() -> None:
+    """Ctrl-C inside process_events() while it waits: the next wait still waits its timeout
+    for a callback, and callbacks posted meanwhile run in order."""
+    import signal
+
+    from daemon_client.runtime.dispatch import Dispatcher
+
+    dispatcher = Dispatcher(executor="manual")
+    previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(KeyboardInterrupt):
+            dispatcher.process_events(timeout=5)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    ran: list[int] = []
+    dispatcher.post(lambda: ran.append(1))
+    dispatcher.post(lambda: ran.append(2))
+    assert dispatcher.process_events(timeout=0) == 2
+    assert ran == [1, 2]
+    assert dispatcher.process_events(timeout=0.05) == 0  # nothing queued: waits, then none ran
+    dispatcher.stop()
