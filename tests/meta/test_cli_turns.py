@@ -177,3 +177,12 @@ def test_a_turn_end_delivered_after_the_watcher_stopped_is_ignored() -> None:
     deliver(TimelineUpdate(agent.id, TurnCompleted()))  # raced the release: too late to count
     assert watcher.ended is None
     assert err.getvalue() == ""
+
+
+def test_a_timeline_subscription_never_answered_fails_after_the_timeout(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_id = _agent(fake)
+    fake.ignore("agent.timeline.set_subscription.request")
+    assert run(["wait", agent_id, "--url", fake.url, "--timeout", "0.3"]) == (1, "")
+    assert capsys.readouterr().err == "daemon-client: no answer from the daemon in time: timed out\n"
