@@ -1,0 +1,50 @@
+"""How the command line renders values: JSON of models and of unknown timeline items and events,
+and the live agent table ignoring an update it cannot show."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from daemon_client.cli.json_render import model_json, update_json
+from daemon_client.cli.live import LiveAgents
+from daemon_client.cli.render import to_json
+from daemon_client.protocol.timeline import (
+    SubscriptionError,
+    TimelineCursor,
+    TimelineUpdate,
+    UnknownEvent,
+    UnknownItem,
+)
+
+
+def test_unknown_items_and_events_are_written_as_received() -> None:
+    assert model_json(UnknownItem("widget", {"type": "widget", "size": 3})) == {"type": "widget", "size": 3}
+    assert model_json(UnknownEvent("novelty")) == {"type": "novelty"}
+
+
+def test_lists_of_models_are_written_item_by_item() -> None:
+    assert model_json([TimelineCursor("e1", 4), "plain"]) == [{"epoch": "e1", "seq": 4}, "plain"]
+    assert model_json(("a", 1)) == ["a", 1]
+
+
+def test_a_subscription_error_update_carries_its_message() -> None:
+    update = TimelineUpdate("agent-1", SubscriptionError("refused"))
+    assert update_json(update) == {
+        "agentId": "agent-1",
+        "type": "error",
+        "event": {"type": "error", "error": "refused"},
+    }
+
+
+def test_to_json_writes_one_model_or_plain_data() -> None:
+    assert json.loads(to_json(TimelineCursor("e1", 4))) == {"epoch": "e1", "seq": 4}
+    assert to_json({"b": 1, "a": [1]}) == '{\n  "a": [\n    1\n  ],\n  "b": 1\n}'
+
+
+def test_an_upsert_without_an_agent_and_an_unknown_kind_are_ignored() -> None:
+    out = io.StringIO()
+    live = LiveAgents(out, line_mode=True, json_lines=True)
+    live.update("upsert", "agent-1", None)
+    live.update("renamed", "agent-1", None)
+    assert out.getvalue() == ""
