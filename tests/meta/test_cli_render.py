@@ -8,11 +8,15 @@ import json
 
 from daemon_client.cli.json_render import model_json, update_json
 from daemon_client.cli.live import LiveAgents
+from daemon_client.cli.printer import JsonLinesPrinter, MessagePrinter
 from daemon_client.cli.render import to_json
 from daemon_client.protocol.timeline import (
+    Replacement,
     SubscriptionError,
     TimelineCursor,
     TimelineUpdate,
+    TurnCanceled,
+    TurnFailed,
     UnknownEvent,
     UnknownItem,
 )
@@ -48,3 +52,29 @@ def test_an_upsert_without_an_agent_and_an_unknown_kind_are_ignored() -> None:
     live.update("upsert", "agent-1", None)
     live.update("renamed", "agent-1", None)
     assert out.getvalue() == ""
+
+
+def _printed(*events: object) -> str:
+    out = io.StringIO()
+    printer = MessagePrinter(out)
+    for event in events:
+        printer(TimelineUpdate("agent-1", event))  # type: ignore[arg-type]
+    printer.end()
+    return out.getvalue()
+
+
+def test_the_printer_marks_failed_and_canceled_turns_and_replaced_history() -> None:
+    assert _printed(TurnFailed(error="Simulated failure")) == "-- turn failed: Simulated failure\n"
+    assert _printed(TurnCanceled(reason="Interrupted")) == "-- turn canceled: Interrupted\n"
+    assert _printed(Replacement("epoch-2")) == "-- history replaced (epoch epoch-2)\n"
+    assert _printed(SubscriptionError("refused")) == ""
+
+
+def test_json_lines_leave_out_subscription_errors() -> None:
+    out = io.StringIO()
+    printer = JsonLinesPrinter(out)
+    printer(TimelineUpdate("agent-1", SubscriptionError("refused")))
+    printer(TimelineUpdate("agent-1", TurnCanceled(reason="Interrupted")))
+    printer.end()
+    (line,) = out.getvalue().splitlines()
+    assert json.loads(line)["event"] == {"type": "turn_canceled", "reason": "Interrupted", "provider": ""}
