@@ -9,11 +9,12 @@ import io
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 import daemon_client as dc
+from daemon_client.cli.attach import ENTER_SCREEN, LEAVE_SCREEN, Attachment
 from daemon_client.cli.main import main
 from daemon_client.testing import FakeDaemon
 
@@ -95,3 +96,32 @@ def test_terminals_tail_stops_after_the_duration(daemon: FakeDaemon) -> None:
     assert code == 0
     assert "earlier" in out
     assert "exited]" not in out
+
+
+class _LateStream:
+    """A terminal handle whose stream delivers output only after the session ended (a callback
+    that was already on its way when the stream was released)."""
+
+    def __init__(self) -> None:
+        self.on_output: Callable[[str], object] | None = None
+
+    def stream(
+        self, *, on_output: Callable[[str], object], **callbacks: object
+    ) -> contextlib.AbstractContextManager[None]:
+        self.on_output = on_output
+        return contextlib.nullcontext()
+
+
+def test_output_arriving_after_the_screen_was_left_is_not_drawn_on_the_previous_screen() -> None:
+    handle = _LateStream()
+    read_end, write_end = os.pipe()
+    os.close(write_end)  # input ends at once
+    out = io.StringIO()
+    try:
+        reason = Attachment(handle, read_end, out, b"\x1d").run(None)  # type: ignore[arg-type]
+    finally:
+        os.close(read_end)
+    assert reason == "end of input"
+    assert handle.on_output is not None
+    handle.on_output("late output")
+    assert out.getvalue() == ENTER_SCREEN + LEAVE_SCREEN
