@@ -75,3 +75,15 @@ def test_approving_the_second_of_two_permissions(fake: FakeDaemon, capsys: pytes
     assert capsys.readouterr().err == f"daemon-client: agent {agent_id}: permission {asked['id']} approved\n"
     fake.runs.wait_until_idle(agent_id)
     assert fake.timeline.last_message(agent_id) == "The answer is 42."
+
+
+def test_the_only_pending_permission_needs_no_id(fake: FakeDaemon, capsys: pytest.CaptureFixture[str]) -> None:
+    agent_id = _agent(fake)
+    fake.runs.send(agent_id, "ask permission")
+    assert run(["wait", agent_id, "--url", fake.url, "-q"]) == (1, "")
+    asked = fake.runs.pending_permission(agent_id)
+    assert asked is not None
+    capsys.readouterr()
+    assert run(["permissions", agent_id, "deny", "--url", fake.url]) == (0, "")
+    assert capsys.readouterr().err == f"daemon-client: agent {agent_id}: permission {asked['id']} denied\n"
+    fake.runs.wait_until_idle(agent_id)

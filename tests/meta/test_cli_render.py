@@ -7,7 +7,7 @@ import io
 import json
 
 from daemon_client.cli.json_render import model_json, update_json
-from daemon_client.cli.live import LiveAgents
+from daemon_client.cli.live import LiveAgents, TextTail
 from daemon_client.cli.printer import JsonLinesPrinter, MessagePrinter
 from daemon_client.cli.render import to_json
 from daemon_client.protocol.timeline import (
@@ -78,3 +78,16 @@ def test_json_lines_leave_out_subscription_errors() -> None:
     printer.end()
     (line,) = out.getvalue().splitlines()
     assert json.loads(line)["event"] == {"type": "turn_canceled", "reason": "Interrupted", "provider": ""}
+
+
+def test_the_screen_mode_writes_nothing_itself_and_keeps_the_last_lines() -> None:
+    out = io.StringIO()
+    live = LiveAgents(out, line_mode=False)
+    live.update("remove", "agent-1", None)
+    assert out.getvalue() == ""
+    assert live.render().split() == ["STATUS", "TITLE", "PROVIDER", "ID"]
+    tail = TextTail(lines=2)
+    assert tail.write("first\nsecond\n") == len("first\nsecond\n")
+    tail.write("third")
+    tail.flush()
+    assert tail.render() == "second\nthird"
