@@ -125,3 +125,19 @@ def test_output_arriving_after_the_screen_was_left_is_not_drawn_on_the_previous_
     assert handle.on_output is not None
     handle.on_output("late output")
     assert out.getvalue() == ENTER_SCREEN + LEAVE_SCREEN
+
+
+def test_terminals_tail_prints_the_screen_once_even_when_the_daemon_sends_it_again(daemon: FakeDaemon) -> None:
+    terminal = daemon.terminals.create(CWD, name="reset")
+    daemon.terminals.type(terminal.id, "echo earlier\r")
+    tail = Background(["terminals", "tail", terminal.id, "--url", daemon.url])
+    tail.out.wait_for("earlier\n")
+    daemon.terminals.type(terminal.id, "echo later\r")
+    tail.out.wait_for("later\r\n")
+    daemon.terminals.send_snapshot(terminal.id)  # a daemon-side reset: the whole screen again
+    daemon.terminals.type(terminal.id, "exit\r")
+    assert tail.join() == 0
+    out = tail.out.getvalue()
+    assert out.count("echo earlier") == 1
+    assert out.count("echo later") == 1
+    assert out.endswith(f"\n[terminal {terminal.id} exited]\n")
