@@ -141,3 +141,10 @@ def test_terminals_tail_prints_the_screen_once_even_when_the_daemon_sends_it_aga
     assert out.count("echo earlier") == 1
     assert out.count("echo later") == 1
     assert out.endswith(f"\n[terminal {terminal.id} exited]\n")
+
+
+def test_a_second_double_dash_is_not_taken_as_the_program(daemon: FakeDaemon) -> None:
+    code, out = run(["terminals", "new", "--url", daemon.url, "--cwd", CWD, "--", "--", "/bin/fake", "-l"])
+    assert code == 0
+    shell = daemon.terminals.get(out.strip()).shell  # type: ignore[union-attr]
+    assert shell.title == "/bin/fake -l"
