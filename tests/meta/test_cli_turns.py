@@ -17,6 +17,7 @@ import pytest
 
 import daemon_client as dc
 from daemon_client.cli.context import CommandContext
+from daemon_client.cli.exit_codes import Terminated
 from daemon_client.cli.main import main
 from daemon_client.cli.notes import Notes
 from daemon_client.cli.output import Output
@@ -186,3 +187,18 @@ def test_a_timeline_subscription_never_answered_fails_after_the_timeout(
     fake.ignore("agent.timeline.set_subscription.request")
     assert run(["wait", agent_id, "--url", fake.url, "--timeout", "0.3"]) == (1, "")
     assert capsys.readouterr().err == "daemon-client: no answer from the daemon in time: timed out\n"
+
+
+@pytest.mark.parametrize(("interrupt", "status"), [(KeyboardInterrupt, 130), (Terminated, 143)])
+def test_an_interrupt_while_the_command_closes_still_exits_by_the_signal(
+    fake: FakeDaemon, monkeypatch: pytest.MonkeyPatch, interrupt: type[KeyboardInterrupt], status: int
+) -> None:
+    close = CommandContext.close
+
+    def interrupted(self: CommandContext) -> None:
+        close(self)
+        raise interrupt()
+
+    monkeypatch.setattr(CommandContext, "close", interrupted)  # the second Ctrl-C lands while closing
+    code, _ = run(["agents", "--url", fake.url])
+    assert code == status
