@@ -99,3 +99,13 @@ def test_an_answer_is_returned() -> None:
     ready: Future[str] = Future()
     ready.set_result("subscribed")
     assert follow.wait_for(ready, 5.0, "following the projects") == "subscribed"
+
+
+def test_a_daemon_that_stays_away_ends_the_wait_for_an_answer() -> None:
+    follow, _ = _follow(reconnect_timeout=0.0)
+    client = Connection()
+    follow.watch(client)  # type: ignore[arg-type]
+    client.drop()
+    with pytest.raises(CliError) as ended:
+        follow.wait_for(Future(), 5.0, "following the projects")
+    assert (str(ended.value), ended.value.code) == (f"{URL} unreachable for 0 s", UNREACHABLE)
