@@ -68,9 +68,14 @@ class Attachment:
         self._exited = threading.Event()
         self._resized = threading.Event()
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._left = False
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, *, leave: bool = False) -> None:
+        """Write to the screen; once it was left (``leave``), late output of the stream is dropped."""
         with self._lock:
+            if self._left:
+                return
+            self._left = leave
             self._out.write(text)
             self._out.flush()
 
@@ -88,7 +93,7 @@ class Attachment:
             try:
                 return self._attached(duration)
             finally:
-                self._write(LEAVE_SCREEN)
+                self._write(LEAVE_SCREEN, leave=True)
 
     def _attached(self, duration: float | None) -> str:
         stream = self._handle.stream(
@@ -154,6 +159,8 @@ def cmd_attach(args: argparse.Namespace, out: TextIO, connect: Connect) -> int:
         handle = find_terminal(client, args.terminal)
         stdin = sys.stdin.fileno()
         reason = Attachment(handle, stdin, out, args.detach_key).run(args.duration)
+        if reason != "exited":
+            client.ping()  # what was typed last is written before the connection closes
         if reason == "exited":
             out.write(f"[terminal {handle.id} exited]\r\n")
         else:

@@ -122,7 +122,7 @@ def classify(error: BaseException) -> tuple[int, str]:
     if isinstance(error, DaemonClientError):
         return FAILED, str(error)
     if isinstance(error, FutureTimeout):
-        return FAILED, f"no answer from the daemon in time: {error or 'timed out'}"
+        return FAILED, f"no answer from the daemon in time: {str(error) or 'timed out'}"
     if isinstance(error, ValueError):  # input the library refuses before sending anything
         return USAGE, str(error)
     if isinstance(error, OSError):

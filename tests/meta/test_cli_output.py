@@ -4,6 +4,7 @@ split characters, progress only on a terminal, logging levels, range-checked num
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import logging
 import os
@@ -15,6 +16,7 @@ from daemon_client.cli import argtypes
 from daemon_client.cli.logs import configured, level_for
 from daemon_client.cli.notes import Notes
 from daemon_client.cli.output import Output, TextJoiner, fix_surrogates
+from daemon_client.cli.password import can_prompt
 from daemon_client.protocol.codec import decode_frame
 
 EMOJI = "\U0001f600"
@@ -136,3 +138,57 @@ def test_key_value() -> None:
     for text in ("team", "=x"):
         with pytest.raises(argparse.ArgumentTypeError):
             argtypes.key_value(text)
+
+
+class Unwritable(io.StringIO):
+    """A stream that fails in ways other than a closed pipe."""
+
+    def isatty(self) -> bool:
+        raise ValueError("I/O operation on closed file")
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_stream_that_cannot_say_whether_it_is_a_terminal_is_not_one() -> None:
+    stream = Unwritable()
+    assert not Output(stream).isatty()
+    notes = Notes(stream)
+    assert not notes.shows_progress
+    assert not notes.quiet
+    assert Notes(io.StringIO(), quiet=True).quiet
+
+
+def test_an_output_error_other_than_a_closed_pipe_is_raised() -> None:
+    out = Output(Unwritable())
+    out.write("")  # nothing to write: nothing fails
+    with pytest.raises(OSError, match="No space left"):
+        out.write("data\n")
+    assert not out.broken.is_set()
+
+
+def test_a_stream_closed_under_the_output_marks_it_broken() -> None:
+    stream = io.StringIO()
+    out = Output(stream)
+    stream.close()
+    out.write("late\n")
+    assert out.broken.is_set()
+
+
+def test_a_log_record_that_cannot_be_written_does_not_break_the_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(logging, "raiseExceptions", False)  # handleError stays silent, as in production
+    stream = io.StringIO()
+    with configured(Notes(stream), 1, quiet=False):
+        logging.getLogger("daemon_client.cli.test").error("%d rows", "many")  # cannot be formatted
+        logging.getLogger("daemon_client.cli.test").error("written")
+    assert stream.getvalue() == "daemon-client: ERROR daemon_client.cli.test: written\n"
+    assert capsys.readouterr().err == ""
+
+
+def test_no_password_prompt_without_a_usable_standard_input() -> None:
+    closed = io.StringIO()
+    closed.close()
+    assert not can_prompt(argparse.Namespace(), stdin=closed)
+    assert not can_prompt(argparse.Namespace(), stdin=object())  # type: ignore[arg-type]

@@ -99,3 +99,22 @@ def test_agent_settings_print_the_hosts_notice(serve: Callable[[str], FakeDaemon
     code, out = run(["agent", "set-model", "Noticed", "opus", "--url", fake.url])
     assert code == 0
     assert "note (info): Applies to the next turn" in out
+
+
+def test_config_set_takes_a_value_that_is_not_json_as_text(serve: Callable[[str], FakeDaemon]) -> None:
+    fake = serve("broadcast")
+    code, out = run(["config", "set", "relay.name", "plain text", "--allow-unknown", "--url", fake.url])
+    assert (code, out) == (0, 'relay.name = "plain text"\n')
+
+
+def test_an_agent_the_daemon_answers_with_nothing_is_unknown(
+    serve: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = serve("capable")
+    fake.on_request("fetch_agent_request", lambda ctx: ctx.reply({"agent": None, "project": None, "error": None}))
+    assert run(["agent", "set-mode", "ghost", "plan", "--url", fake.url]) == (1, "")
+    assert capsys.readouterr().err == "daemon-client: no agent 'ghost'\n"
+    assert run(["wait", "ghost", "--url", fake.url]) == (1, "")
+    assert capsys.readouterr().err == (
+        "daemon-client: no agent 'ghost' (give an ID, a unique ID prefix or an exact title)\n"
+    )

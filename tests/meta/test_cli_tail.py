@@ -1,0 +1,95 @@
+"""``tail`` and ``agents --watch``: option checks, ``--history 0``, a subscription the daemon
+refuses after a reconnect, and a directory page that fails while watching. In the test process
+against the fake daemon on loopback."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+
+import pytest
+
+import daemon_client as dc
+from daemon_client.cli.main import main
+from daemon_client.protocol.directory import MAX_PAGE_LIMIT
+from daemon_client.testing import FakeDaemon
+
+from .cli_inprocess import Background
+
+SUBSCRIBE = "agent.timeline.set_subscription.request"
+FETCH_AGENTS = "fetch_agents_request"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeDaemon]:
+    with FakeDaemon(host_kind=dc.HostKind.CAPABLE) as daemon:
+        daemon.serve()
+        yield daemon
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(argv, out=out)
+    return code, out.getvalue()
+
+
+def _agent(fake: FakeDaemon, title: str = "Tailed") -> str:
+    return str(fake.agents.upsert(title=title, provider="mock")["id"])
+
+
+def _say(fake: FakeDaemon, agent_id: str, text: str) -> None:
+    fake.timeline.append(agent_id, {"type": "assistant_message", "text": text})
+    fake.timeline.append(agent_id, {"type": "todo", "items": []})  # ends the message: its line is written
+
+
+def test_duration_with_no_follow_is_a_usage_error(fake: FakeDaemon, capsys: pytest.CaptureFixture[str]) -> None:
+    agent_id = _agent(fake)
+    assert run(["tail", agent_id, "--url", fake.url, "--no-follow", "--duration", "1"]) == (2, "")
+    assert capsys.readouterr().err == (
+        "daemon-client: --duration applies only while following (not with --no-follow)\n"
+    )
+
+
+def test_history_zero_prints_only_what_comes(fake: FakeDaemon) -> None:
+    agent_id = _agent(fake)
+    _say(fake, agent_id, "old row")
+    tail = Background(["tail", agent_id, "--url", fake.url, "--history", "0"])
+    fake.wait_for_frame(SUBSCRIBE)
+    _say(fake, agent_id, "new row")
+    tail.out.wait_for("new row\n")
+    tail.out.hang_up()
+    _say(fake, agent_id, "unread row")
+    assert tail.join() == 0
+    assert tail.out.getvalue() == "new row\n"
+
+
+def test_a_subscription_refused_after_a_reconnect_ends_tail(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_id = _agent(fake)
+    tail = Background(["tail", agent_id, "--url", fake.url])
+    fake.wait_for_frame(SUBSCRIBE)
+    _say(fake, agent_id, "live")
+    tail.out.wait_for("live\n")  # the subscription is live
+    fake.fail_next(SUBSCRIBE, "Subscriptions refused")
+    fake.drop_connections()  # the client reconnects and subscribes again
+    assert tail.join(timeout=15) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"daemon-client: the timeline subscription of agent {agent_id} ended: Subscriptions refused")
+
+
+def test_agents_watch_keeps_the_first_page_when_a_later_one_fails(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for n in range(MAX_PAGE_LIMIT + 5):
+        fake.agents.upsert(title=f"agent {n:03}", provider="mock")
+    remove_hook = fake.after_request(FETCH_AGENTS, lambda ctx: fake.fail_next(FETCH_AGENTS, "Page refused"))
+    watch = Background(["agents", "--watch", "--json", "--url", fake.url])
+    snapshot = json.loads(watch.out.wait_for("\n").splitlines()[0])
+    remove_hook()
+    assert len(snapshot["agents"]) == MAX_PAGE_LIMIT
+    watch.out.hang_up()
+    fake.agents.upsert(title="later", provider="mock")
+    assert watch.join() == 0
+    assert "daemon-client: only the first page of agents is shown: " in capsys.readouterr().err

@@ -1,0 +1,204 @@
+"""How ``run``, ``send`` and ``wait`` report the end of a turn: a permission without details, a
+turn still running after ``--run-timeout``, a status this client does not know, Ctrl-C during
+``wait`` (the turn is left alone) and a cancel the daemon refuses. In the test process against
+the fake daemon on loopback, except where Ctrl-C is needed."""
+
+from __future__ import annotations
+
+import _thread
+import argparse
+import io
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+import daemon_client as dc
+from daemon_client.cli.context import CommandContext
+from daemon_client.cli.exit_codes import Terminated
+from daemon_client.cli.main import main
+from daemon_client.cli.notes import Notes
+from daemon_client.cli.output import Output
+from daemon_client.cli.turns import TurnWatcher
+from daemon_client.errors import DaemonClientError
+from daemon_client.protocol.timeline import TimelineUpdate, TurnCompleted, TurnStarted
+from daemon_client.testing import FakeDaemon
+from daemon_client.testing.fake.engine.handlers import RequestContext
+
+WAIT_REQUEST = "wait_for_finish_request"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeDaemon]:
+    with FakeDaemon(host_kind=dc.HostKind.CAPABLE) as daemon:
+        daemon.serve()
+        yield daemon
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(argv, out=out)
+    return code, out.getvalue()
+
+
+def _agent(fake: FakeDaemon) -> str:
+    return str(fake.agents.upsert(title="Worker", provider="mock")["id"])
+
+
+def _answer_waits_with(fake: FakeDaemon, agent_id: str, status: str) -> None:
+    def answer(ctx: RequestContext) -> None:
+        ctx.reply({"status": status, "final": fake.agents.get(agent_id), "error": None, "lastMessage": None})
+
+    fake.on_request(WAIT_REQUEST, answer)
+
+
+def test_a_permission_wait_without_a_pending_request_names_the_permissions_command(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_id = _agent(fake)
+    _answer_waits_with(fake, agent_id, "permission")
+    assert run(["wait", agent_id, "--url", fake.url]) == (1, "")
+    message = f"daemon-client: agent {agent_id} waits for a permission: daemon-client permissions {agent_id}\n"
+    assert capsys.readouterr().err == message
+
+
+def test_a_status_this_client_does_not_know_is_a_failure(fake: FakeDaemon, capsys: pytest.CaptureFixture[str]) -> None:
+    agent_id = _agent(fake)
+    _answer_waits_with(fake, agent_id, "paused")
+    code, out = run(["wait", agent_id, "--url", fake.url, "--json"])
+    assert code == 1
+    assert '"outcome": "paused"' in out
+    assert capsys.readouterr().err == f"daemon-client: the turn of agent {agent_id} ended with status 'paused'\n"
+
+
+def test_a_turn_still_running_after_the_run_timeout_goes_on(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_id = _agent(fake)
+    fake.runs.send(agent_id, "please hold")
+    assert run(["wait", agent_id, "--url", fake.url, "--run-timeout", "0.2"]) == (1, "")
+    assert capsys.readouterr().err == (
+        f"daemon-client: agent {agent_id} is still running after 0.2 s (--run-timeout); it goes on: "
+        f"daemon-client wait {agent_id}, or daemon-client cancel {agent_id}\n"
+    )
+    assert fake.runs.is_running(agent_id)
+    assert fake.runs.finish(agent_id)
+    fake.runs.wait_until_idle(agent_id)
+
+
+def test_send_no_wait_prints_nothing_without_json(fake: FakeDaemon) -> None:
+    agent_id = _agent(fake)
+    assert run(["send", agent_id, "--url", fake.url, "--no-wait", "What is the answer?"]) == (0, "")
+    assert fake.wait_for_frame("send_agent_message_request")["message"]["agentId"] == agent_id
+    fake.runs.wait_until_idle(agent_id)
+
+
+class CtrlC:
+    """Ctrl-C for the command running on the main thread, once the daemon got a request of ``request_type``."""
+
+    def __init__(self, fake: FakeDaemon, request_type: str) -> None:
+        self._thread = threading.Thread(target=self._press, args=(fake, request_type), name="cli-test-ctrl-c")
+        self._thread.start()
+
+    @staticmethod
+    def _press(fake: FakeDaemon, request_type: str) -> None:
+        fake.wait_for_frame(request_type)
+        _thread.interrupt_main()
+
+    def __enter__(self) -> CtrlC:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._thread.join(10)
+
+
+def test_ctrl_c_during_wait_leaves_the_turn_running(fake: FakeDaemon, capsys: pytest.CaptureFixture[str]) -> None:
+    agent_id = _agent(fake)
+    fake.runs.send(agent_id, "please hold")
+    with CtrlC(fake, WAIT_REQUEST):
+        assert run(["wait", agent_id, "--url", fake.url]) == (130, "")
+    assert capsys.readouterr().err == ""
+    assert "cancel_agent_request" not in [frame.message_type for frame in fake.received]
+    assert fake.runs.is_running(agent_id)
+    assert fake.runs.finish(agent_id)
+
+
+def test_a_cancel_refused_on_ctrl_c_is_reported_and_still_exits_130(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_id = _agent(fake)
+    fake.fail_next("cancel_agent_request", "Cancel refused")
+    with CtrlC(fake, WAIT_REQUEST):
+        assert run(["send", agent_id, "--url", fake.url, "please hold"]) == (130, "")
+    canceling, refused = capsys.readouterr().err.splitlines()
+    assert canceling == f"daemon-client: canceling the turn of agent {agent_id} (Ctrl-C again to exit at once)"
+    assert refused.startswith(f"daemon-client: could not cancel the turn of agent {agent_id}: Cancel refused")
+    assert fake.runs.finish(agent_id)
+
+
+class _Timeline:
+    def __init__(self) -> None:
+        self.handlers: list[Callable[[TimelineUpdate], None]] = []
+        self.released = False
+
+    def subscribe(self, handler: Callable[[TimelineUpdate], None]) -> Any:
+        self.handlers.append(handler)
+
+        def release() -> None:
+            self.released = True
+
+        release.ready = Future()  # type: ignore[attr-defined]
+        return release
+
+
+class _Agent:
+    id = "agent-1"
+    title = "Worker"
+
+    def __init__(self) -> None:
+        self.timeline = _Timeline()
+
+
+class _Client:
+    def flush_callbacks(self, timeout: float) -> None:
+        raise DaemonClientError("the client is closed")
+
+
+def test_a_turn_end_delivered_after_the_watcher_stopped_is_ignored() -> None:
+    err = io.StringIO()
+    ctx = CommandContext(argparse.Namespace(), Output(io.StringIO()), Notes(err), lambda args, reconnect: None)  # type: ignore[arg-type,return-value]
+    agent = _Agent()
+    watcher = TurnWatcher(ctx, agent, stream=False)  # type: ignore[arg-type]
+    (deliver,) = agent.timeline.handlers
+    deliver(TimelineUpdate(agent.id, TurnStarted()))
+    watcher.stop(_Client(), 0.1)  # type: ignore[arg-type]
+    assert agent.timeline.released
+    deliver(TimelineUpdate(agent.id, TurnCompleted()))  # raced the release: too late to count
+    assert watcher.ended is None
+    assert err.getvalue() == ""
+
+
+def test_a_timeline_subscription_never_answered_fails_after_the_timeout(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_id = _agent(fake)
+    fake.ignore("agent.timeline.set_subscription.request")
+    assert run(["wait", agent_id, "--url", fake.url, "--timeout", "0.3"]) == (1, "")
+    assert capsys.readouterr().err == "daemon-client: no answer from the daemon in time: timed out\n"
+
+
+@pytest.mark.parametrize(("interrupt", "status"), [(KeyboardInterrupt, 130), (Terminated, 143)])
+def test_an_interrupt_while_the_command_closes_still_exits_by_the_signal(
+    fake: FakeDaemon, monkeypatch: pytest.MonkeyPatch, interrupt: type[KeyboardInterrupt], status: int
+) -> None:
+    close = CommandContext.close
+
+    def interrupted(self: CommandContext) -> None:
+        close(self)
+        raise interrupt()
+
+    monkeypatch.setattr(CommandContext, "close", interrupted)  # the second Ctrl-C lands while closing
+    code, _ = run(["agents", "--url", fake.url])
+    assert code == status
