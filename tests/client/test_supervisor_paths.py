@@ -1,0 +1,188 @@
+"""The connection supervisor's error paths: a failing transport factory or transport, a failing
+hook or binary router, stray frames after the handshake, and the back-off reset."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+import daemon_client as dc
+from daemon_client.state import ConnectionState
+from daemon_client.testing import RecordingHandler
+from daemon_client.transport.base import ConnectParams
+
+URL = "ws://no-daemon.test/ws"
+StateLog = RecordingHandler[tuple[ConnectionState, ConnectionState, str]]
+
+
+class BrokenTransport:
+    """A transport whose ``connect`` raises ``error``; it never carries a frame."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+        self.aborted = False
+
+    def connect(self, params: ConnectParams) -> None:
+        raise self.error
+
+    def send_text(self, text: str) -> None:
+        raise AssertionError("never connected")
+
+    def send_binary(self, data: bytes) -> None:
+        raise AssertionError("never connected")
+
+    def recv(self) -> str | bytes:
+        raise AssertionError("never connected")
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def close(self, code: int = 1000, reason: str = "") -> None:
+        pass
+
+    @property
+    def selected_subprotocol(self) -> str | None:
+        return None
+
+
+def _connect_with(transport_factory: Any) -> BaseException:
+    client = dc.Client(URL, transport_factory=transport_factory, strict=True, connect_timeout=5.0)
+    try:
+        with pytest.raises(dc.DaemonClientError) as failure:
+            client.connect()
+        assert client.state is ConnectionState.DISCONNECTED
+        return failure.value
+    finally:
+        client.close()
+
+
+def _states(client: dc.Client) -> StateLog:
+    log: StateLog = RecordingHandler("states")
+    client.on_state_change(log)
+    return log
+
+
+def _settle(client: dc.Client) -> None:
+    """Every frame the fake sent before this call has been read."""
+    client.ping()
+
+
+def test_a_transport_factory_that_raises_fails_the_connect_naming_the_error() -> None:
+    def factory() -> Any:
+        raise RuntimeError("no sockets today")
+
+    error = _connect_with(factory)
+    assert isinstance(error, dc.ConnectionLost)
+    assert str(error) == f"Cannot connect to {URL}: transport_factory failed: RuntimeError('no sockets today')"
+
+
+def test_a_transport_connect_that_times_out_is_a_connect_timeout() -> None:
+    transport = BrokenTransport(TimeoutError("slow"))
+    error = _connect_with(lambda: transport)
+    assert isinstance(error, dc.ConnectTimeout)
+    assert str(error) == f"no WebSocket connection to {URL} within 5 s"
+    assert transport.aborted
+
+
+def test_a_defect_in_the_transport_fails_connect_instead_of_stranding_it(caplog) -> None:
+    error = _connect_with(lambda: BrokenTransport(RuntimeError("transport bug")))
+    assert isinstance(error, dc.ConnectionLost)
+    assert "internal error in the reader thread: RuntimeError('transport bug')" in str(error)
+    failed = [r for r in caplog.records if r.getMessage().endswith(": the reader thread failed")]
+    assert failed
+    assert failed[0].levelno == logging.ERROR
+    assert failed[0].exc_info is not None
+
+
+def test_failing_restore_and_disconnect_hooks_are_logged_and_the_connection_carries_on(
+    fakes, make_client, caplog
+) -> None:
+    fake = fakes()
+    client = make_client(fake)
+    calls: list[str] = []
+
+    def restore(kind: dc.HostKind, reconnected: bool) -> None:
+        calls.append(f"restore {reconnected}")
+        raise RuntimeError("restore bug")
+
+    def disconnect() -> None:
+        calls.append("disconnect")
+        raise RuntimeError("disconnect bug")
+
+    client._connection.add_hooks(restore, disconnect=disconnect)
+    states = _states(client)
+    client.connect()
+    fake.drop_connections()
+    states.wait_for(2, predicate=lambda change: change[1] is ConnectionState.CONNECTED, timeout=10)
+    assert calls == ["restore False", "disconnect", "restore True"]
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert "restoring observations failed" in messages
+    assert "disconnect hook failed" in messages
+    _settle(client)
+
+
+def test_a_hello_rejected_after_the_handshake_is_ignored(fakes, make_client, caplog) -> None:
+    fake = fakes()
+    client = make_client(fake)
+    client.connect()
+    fake.send_raw('{"type":"hello.rejected","reason":"too late"}')
+    _settle(client)
+    assert client.state is ConnectionState.CONNECTED
+    assert any(
+        r.levelno == logging.WARNING and r.getMessage() == "ignored a hello.rejected after the handshake: too late"
+        for r in caplog.records
+    )
+
+
+def test_a_failing_binary_router_is_logged_and_the_reader_goes_on(fakes, make_client, caplog) -> None:
+    fake = fakes()
+    client = make_client(fake)
+    client.connect()
+    routed: list[bytes] = []
+
+    def router(data: bytes) -> bool:
+        routed.append(data)
+        raise RuntimeError("router bug")
+
+    client._connection.set_binary_router(router)
+    fake.send_raw(b"\x01\x02\x03", binary=True)
+    fake.send_raw(b"\x04", binary=True)
+    _settle(client)
+    assert routed == [b"\x01\x02\x03", b"\x04"]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == [
+        "internal error while routing a binary frame of 3 bytes",
+        "internal error while routing a binary frame of 1 bytes",
+    ]
+    # a frame the router took (here: failed on) is not reported as unsubscribed
+    assert not [r for r in caplog.records if "nobody subscribed" in r.getMessage()]
+    assert client.state is ConnectionState.CONNECTED
+
+
+def test_binary_frames_the_router_declines_are_reported_once_per_connection(fakes, make_client, caplog) -> None:
+    fake = fakes()
+    client = make_client(fake)
+    client.connect()
+    client._connection.set_binary_router(lambda data: False)
+    for _ in range(3):
+        fake.send_raw(b"\x00\x01", binary=True)
+    _settle(client)
+    declined = [r.getMessage() for r in caplog.records if "nobody subscribed" in r.getMessage()]
+    assert len(declined) == 1
+    assert declined[0].endswith("(binary frame of 2 bytes)")
+
+
+@pytest.mark.parametrize(("stable_after", "second_delay"), [(0.0, "0.01"), (1000.0, "0.02")])
+def test_the_back_off_restarts_after_a_stable_connection(fakes, make_client, stable_after, second_delay) -> None:
+    fake = fakes()
+    policy = dc.ReconnectPolicy(base_delay=0.01, max_delay=1.0, jitter=0.0, stable_after=stable_after)
+    client = make_client(fake, reconnect=policy)
+    states = _states(client)
+    client.connect()
+    for drops in (1, 2):
+        fake.drop_connections()
+        states.wait_for(drops + 1, predicate=lambda change: change[1] is ConnectionState.CONNECTED, timeout=10)
+    waits = [reason for _old, new, reason in states.items if new is ConnectionState.DISCONNECTED]
+    assert [wait.rsplit("reconnecting in ", 1)[1] for wait in waits] == ["0.01 s", f"{second_delay} s"]
