@@ -4,6 +4,7 @@ hook or binary router, stray frames after the handshake, and the back-off reset.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -186,3 +187,105 @@ def test_the_back_off_restarts_after_a_stable_connection(fakes, make_client, sta
         states.wait_for(drops + 1, predicate=lambda change: change[1] is ConnectionState.CONNECTED, timeout=10)
     waits = [reason for _old, new, reason in states.items if new is ConnectionState.DISCONNECTED]
     assert [wait.rsplit("reconnecting in ", 1)[1] for wait in waits] == ["0.01 s", f"{second_delay} s"]
+
+
+class HeldTransport(BrokenTransport):
+    """A transport whose ``connect`` returns normally once ``release`` is set (it never reads)."""
+
+    def __init__(self, release: threading.Event) -> None:
+        super().__init__(RuntimeError("unused"))
+        self.release = release
+        self.connecting = threading.Event()
+
+    def connect(self, params: ConnectParams) -> None:
+        self.connecting.set()
+        assert self.release.wait(10)
+
+    def abort(self) -> None:
+        self.aborted = True
+        self.release.set()
+
+
+def test_a_connect_that_returns_after_the_handshake_deadline_reports_the_timeout() -> None:
+    """The deadline aborts the socket while ``connect`` is in progress: its outcome is the timeout."""
+    transport = HeldTransport(threading.Event())  # released by the abort at the deadline
+    client = dc.Client(URL, transport_factory=lambda: transport, strict=True, connect_timeout=0.1)
+    try:
+        with pytest.raises(dc.ConnectTimeout, match=r"^no server_info from ws://no-daemon\.test/ws within 0\.1 s$"):
+            client.connect()
+        assert transport.aborted
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("where", ["factory", "connect"])
+def test_close_during_the_connect_ends_it_with_client_closed(where: str) -> None:
+    inside = threading.Event()
+
+    def made() -> HeldTransport:
+        wake = client._connection._link.wake  # set by close() once it is closing
+        if where == "factory":
+            inside.set()
+            assert wake.wait(10)
+            return HeldTransport(threading.Event())
+        transport = HeldTransport(wake)
+        inside.set()
+        return transport
+
+    client = dc.Client(URL, transport_factory=made, strict=True, connect_timeout=5.0)
+    outcome: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            client.connect()
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=connect, name="test-connect")
+    thread.start()
+    try:
+        assert inside.wait(5)
+        client.close()
+    finally:
+        thread.join(10)
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], dc.ClientClosed)
+    assert client.state is ConnectionState.DISPOSED
+
+
+class BinaryRefusingTransport:
+    """Wraps a memory transport; binary frames are refused (``FrameRejected(binary=True)``), as a
+    transport that does not deliver them would."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def recv(self) -> str | bytes:
+        from daemon_client.transport.base import FrameRejected
+
+        data = self._inner.recv()
+        if isinstance(data, bytes):
+            raise FrameRejected(f"binary frame of {len(data)} bytes skipped", binary=True, data=data)
+        return data
+
+
+def test_binary_frames_a_transport_refuses_are_reported_once_per_connection(fakes, caplog) -> None:
+    fake = fakes()
+    factory = fake.transport_factory
+    client = dc.Client(URL, transport_factory=lambda: BinaryRefusingTransport(factory()), strict=True)
+    try:
+        client.connect()
+        for _ in range(3):
+            fake.send_raw(b"\x00\x01\x02", binary=True)
+        _settle(client)
+        skipped = [
+            r.getMessage() for r in caplog.records if "skipping binary frames on this connection" in r.getMessage()
+        ]
+        assert len(skipped) == 1
+        assert skipped[0].endswith("(binary frame of 3 bytes skipped)")
+        assert client.state is ConnectionState.CONNECTED
+    finally:
+        client.close()
