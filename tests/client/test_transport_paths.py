@@ -95,3 +95,15 @@ def test_the_memory_transport_refuses_frames_over_the_limit_and_reads_on() -> No
     with pytest.raises(TimeoutError, match="no frame within timeout"):
         server.recv(timeout=0.01)
     client.abort()
+
+
+def test_a_connect_whose_time_is_already_up_fails_before_dialling() -> None:
+    servers = RawServers()
+    try:
+        server = servers(lambda peer: peer.upgrade())
+        transport = WebSocketTransport()
+        with pytest.raises(TimeoutError, match="no WebSocket connection within 0 s"):
+            transport.connect(ConnectParams(url=server.url, timeout=0))
+        assert server.accepted == 0
+    finally:
+        servers.close()
