@@ -54,3 +54,18 @@ def test_nested_patch_keys_the_host_lacks_are_named_by_their_dotted_path() -> No
     current = {"agents": {"defaults": {"model": "m"}}, "theme": "dark"}
     patch = {"agents": {"defaults": {"model": "n", "effort": "high"}, "limits": {"x": 1}}, "theme": "light"}
     assert config.unknown_patch_keys(patch, current) == ("agents.defaults.effort", "agents.limits")
+
+
+def test_an_assistant_message_with_an_unusable_message_id_keeps_its_text() -> None:
+    item = timeline.parse_item({"type": "assistant_message", "text": "hi", "messageId": 5})
+    assert item == timeline.AssistantMessage("hi", None)
+
+
+def test_messages_are_joined_from_timeline_events_too() -> None:
+    items = [
+        timeline.TimelineEvent(timeline.AssistantMessage("Hel")),
+        timeline.TimelineEvent(timeline.AssistantMessage("lo")),
+        timeline.Reasoning("thinking"),
+        timeline.AssistantMessage("again"),
+    ]
+    assert timeline.join_messages(items) == ["Hello", "again"]
