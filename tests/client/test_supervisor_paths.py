@@ -289,3 +289,50 @@ def test_binary_frames_a_transport_refuses_are_reported_once_per_connection(fake
         assert client.state is ConnectionState.CONNECTED
     finally:
         client.close()
+
+
+class StuckWriteTransport(BinaryRefusingTransport):
+    """Wraps a memory transport; writing a frame that mentions ``stuck_request`` blocks until
+    ``release`` is set, whatever happens to the socket (a write the abort cannot end)."""
+
+    def __init__(self, inner: Any, release: threading.Event, stuck: threading.Event) -> None:
+        super().__init__(inner)
+        self.release = release
+        self.stuck = stuck
+
+    def send_text(self, text: str) -> None:
+        if "stuck_request" in text:
+            self.stuck.set()
+            assert self.release.wait(10)
+        self._inner.send_text(text)
+
+
+def test_a_writer_that_outlives_the_abort_is_reported(fakes, caplog, monkeypatch) -> None:
+    from daemon_client.runtime import supervisor
+
+    monkeypatch.setattr(supervisor, "CLOSE_GRACE", 0.05)
+    fake = fakes()
+    factory = fake.transport_factory
+    release, stuck = threading.Event(), threading.Event()
+    client = dc.Client(
+        URL,
+        transport_factory=lambda: StuckWriteTransport(factory(), release, stuck),
+        strict=True,
+        reconnect=dc.ReconnectPolicy(enabled=False),
+    )
+    states = _states(client)
+    try:
+        client.connect()
+        pending = client.request_async({"type": "stuck_request"}, timeout=30)
+        assert stuck.wait(5)
+        fake.drop_connections()
+        states.wait_for(1, predicate=lambda change: change[1] is ConnectionState.DISCONNECTED, timeout=10)
+        assert any(
+            r.levelno == logging.WARNING
+            and r.getMessage().endswith(": the writer thread did not end after the socket was aborted")
+            for r in caplog.records
+        )
+        assert isinstance(pending.exception(5), dc.ConnectionLost)
+    finally:
+        release.set()
+        client.close()
