@@ -69,3 +69,9 @@ def test_messages_are_joined_from_timeline_events_too() -> None:
         timeline.AssistantMessage("again"),
     ]
     assert timeline.join_messages(items) == ["Hello", "again"]
+
+
+def test_a_known_item_without_its_identity_is_kept_as_an_unknown_item() -> None:
+    raw = {"type": "tool_call", "name": "shell", "status": "running"}
+    item = timeline.parse_item(raw)
+    assert item == timeline.UnknownItem(type="tool_call", raw=raw)

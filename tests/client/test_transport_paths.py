@@ -107,3 +107,14 @@ def test_a_connect_whose_time_is_already_up_fails_before_dialling() -> None:
         assert server.accepted == 0
     finally:
         servers.close()
+
+
+def test_a_server_that_hangs_up_during_the_upgrade_is_a_transport_error() -> None:
+    servers = RawServers()
+    try:
+        server = servers(lambda peer: peer.sock.close())
+        transport = WebSocketTransport()
+        with pytest.raises(TransportError, match="the server closed the connection during the WebSocket upgrade"):
+            transport.connect(ConnectParams(url=server.url, timeout=5))
+    finally:
+        servers.close()
