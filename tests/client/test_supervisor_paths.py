@@ -336,3 +336,21 @@ def test_a_writer_that_outlives_the_abort_is_reported(fakes, caplog, monkeypatch
     finally:
         release.set()
         client.close()
+
+
+def test_a_defect_while_handling_a_frame_is_logged_and_the_reader_goes_on(fakes, make_client, caplog) -> None:
+    fake = fakes()
+    client = make_client(fake)
+    client.connect()
+
+    def router(message: Any) -> None:
+        raise RuntimeError("router bug")
+
+    client._pushes.set_router("custom_push", router)
+    fake.push("custom_push", {"n": 1})
+    _settle(client)
+    failed = [r for r in caplog.records if r.getMessage().startswith("internal error while handling a frame: ")]
+    assert len(failed) == 1
+    assert '"custom_push"' in failed[0].getMessage()
+    assert failed[0].exc_info is not None
+    assert client.state is ConnectionState.CONNECTED
