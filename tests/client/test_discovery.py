@@ -6,6 +6,7 @@ machine running the tests.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -307,3 +308,93 @@ def test_a_pid_file_without_an_address_is_passed_over(home: Path) -> None:
     assert [(s.where, s.note) for s in found.steps if s.source == "pid file"] == [
         (f"{home / 'paseo.pid'} (listen)", "not set")
     ]
+
+
+# ---------------------------------------------------------------------------- unusual files and targets
+
+
+def test_an_unreadable_oversized_or_non_object_pid_file_is_skipped_saying_why(home: Path) -> None:
+    pid = home / "paseo.pid"
+    pid.mkdir()
+    assert {step.source: step.note for step in resolve().steps}["pid file"].startswith("unreadable (")
+    pid.rmdir()
+    pid.write_bytes(b" " * (1024 * 1024 + 1))
+    assert {step.source: step.note for step in resolve().steps}["pid file"] == "skipped: larger than 1 MiB"
+    pid.write_text("[1, 2]", encoding="utf-8")
+    assert {step.source: step.note for step in resolve().steps}["pid file"] == "skipped: not a JSON object"
+
+
+@pytest.mark.parametrize("pid", ["1234", True, 0, None])
+def test_a_pid_file_without_a_usable_pid_is_not_checked_for_liveness(home: Path, pid: object) -> None:
+    write_pid(home, pid=pid, listen="127.0.0.1:7400")
+    found = resolve()
+    assert (found.source, found.target.url) == ("pid file", "ws://127.0.0.1:7400/ws")
+
+
+def test_a_pid_file_of_a_daemon_running_under_another_user_is_used(home: Path, monkeypatch) -> None:
+    resolve_module = importlib.import_module("daemon_client.discovery.resolve")  # the package's name is the function
+
+    def kill(pid: int, signal: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(resolve_module.os, "kill", kill)
+    write_pid(home, pid=NO_SUCH_PID, listen="127.0.0.1:7500")
+    assert resolve().source == "pid file"
+
+
+def test_a_failed_lookup_before_a_reconnect_keeps_the_current_target(home: Path, caplog) -> None:
+    from daemon_client.discovery.attempts import TargetSource
+
+    def lookup() -> dc.discovery.Resolution:
+        raise OSError("PASEO_HOME vanished")
+
+    source = TargetSource(resolve(), lookup, logging.getLogger("daemon_client.test"))
+    assert source.next().url == dc.DEFAULT_URL
+    assert any(
+        r.levelno == logging.WARNING
+        and r.getMessage() == f"looking the daemon up again failed (PASEO_HOME vanished); dialling {dc.DEFAULT_URL}"
+        for r in caplog.records
+    )
+    assert repr(source) == f"<TargetSource {dc.DEFAULT_URL}>"
+
+
+def test_a_named_pipe_target_is_described_and_refused_on_this_client() -> None:
+    target = parse_target(r"\\.\pipe\paseo")
+    assert target.kind is TargetKind.PIPE
+    assert target.describe() == r"directly, over the named pipe \\.\pipe\paseo"
+    assert "Windows named pipe, which this client cannot open" in (target.unsupported() or "")
+
+
+def test_a_unix_socket_is_refused_where_python_has_no_unix_sockets(monkeypatch) -> None:
+    target = parse_target("unix:///run/paseo.sock")
+    assert target.unsupported() is None
+    monkeypatch.delattr(socket, "AF_UNIX", raising=False)
+    assert "a unix socket, which Python cannot open on this platform" in (target.unsupported() or "")
+
+
+DAEMON_KEY = bytes.fromhex("de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f")
+
+
+@pytest.mark.parametrize(
+    ("fields", "error", "message"),
+    [
+        ({"daemon_public_key": 42}, TypeError, "must be str (base64) or bytes, not int"),
+        ({"endpoint": 443}, TypeError, "the relay endpoint must be a str, not int"),
+        ({"endpoint": "relay.test:0"}, ValueError, "the port must be between 1 and 65535"),
+        ({"endpoint": "relay.test:70000"}, ValueError, "the port must be between 1 and 65535"),
+        ({"tls": "yes"}, TypeError, "tls must be None, True or False, not 'yes'"),
+    ],
+)
+def test_relay_targets_refuse_values_of_the_wrong_kind(fields: dict[str, object], error: type, message: str) -> None:
+    given: dict[str, object] = {"endpoint": "relay.test:443", "server_id": "srv", "daemon_public_key": DAEMON_KEY}
+    given.update(fields)
+    with pytest.raises(error) as refused:
+        dc.RelayTarget(**given)  # type: ignore[arg-type]
+    assert message in str(refused.value)
+
+
+def test_text_without_an_offer_is_not_parsed_as_one() -> None:
+    from daemon_client.discovery.offer import parse_offer
+
+    with pytest.raises(ValueError, match="not a pairing offer: no '#offer=' in it"):
+        parse_offer("https://app.paseo.sh/#nothing")

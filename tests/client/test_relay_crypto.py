@@ -294,3 +294,21 @@ def test_without_pynacl_a_relay_target_fails_at_once_naming_the_extra(monkeypatc
     assert isinstance(raised.value, ImportError)
     assert "eyJ2" not in str(raised.value)
     dc.Client("ws://127.0.0.1:9/ws").close()  # direct targets do not need it
+
+
+def test_keys_and_nonces_of_the_wrong_length_are_refused() -> None:
+    with pytest.raises(ValueError, match="a secret key has 32 bytes"):
+        KeyPair.from_secret(CLIENT_SECRET[:31])
+    with pytest.raises(ValueError, match="a shared key has 32 bytes"):
+        FrameBox(SHARED + b"\x00")
+    with pytest.raises(ValueError, match="a nonce has 24 bytes"):
+        FrameBox(SHARED).seal(PLAINTEXT, nonce=NONCE[:23])
+
+
+def test_a_binary_frame_is_the_nonce_tag_and_ciphertext_without_base64() -> None:
+    box = FrameBox(SHARED)
+    raw = box.seal_bytes(PLAINTEXT)
+    assert len(raw) == 24 + 16 + len(PLAINTEXT)
+    assert box.open_bytes(raw) == PLAINTEXT
+    assert raw[:24] != box.seal_bytes(PLAINTEXT)[:24]
+    assert repr(box) == "<FrameBox>"
