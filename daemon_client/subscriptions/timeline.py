@@ -71,10 +71,7 @@ class TimelineSubscription(Membership):
         dispatcher to the handler."""
         if self.state is not State.LIVE or self.generation != generation:
             return
-        if message.type != "agent_stream":
-            self._on_frame(message, lambda: None)
-            return
-        try:
+        try:  # only agent_stream frames are routed here (replacements are forced through _deliver)
             update: TimelineUpdate = parse(message.payload, self.subscription_id)
         except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
             _log.warning("unreadable agent_stream frame skipped: %s", exc)

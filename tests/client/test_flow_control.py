@@ -393,3 +393,13 @@ def test_the_backlog_never_stays_lagging_once_drained(max_events: int) -> None:
     assert not stats.lagging  # a lagging period that began must have ended with the drain
     assert admitted + refused == 20_000
     assert refused == 0 or recoveries[0] >= 1
+
+
+def test_a_push_admitted_after_stop_is_not_counted() -> None:
+    from daemon_client.runtime.dispatch import Dispatcher
+
+    dispatcher = Dispatcher(flow_control=dc.FlowControl(max_events=4, max_bytes=None))
+    dispatcher.stop()
+    assert not dispatcher.post_admitted(lambda: None, 100)
+    stats = dispatcher.backlog.stats()
+    assert (stats.queued_events, stats.queued_bytes, stats.lagging) == (0, 0, False)

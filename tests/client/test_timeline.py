@@ -320,3 +320,28 @@ def test_handles_sharing_a_frame_each_get_it_even_when_one_handler_raises(setup,
         assert texts == [f"row {n}" for n in range(5)]
     for recorder, handle in zip(recorders, [handles[0], handles[2], handles[3]], strict=True):
         assert {update.subscription_id for update in recorder.items} == {handle.subscription_id}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_frame_that_cannot_be_read_is_skipped_and_the_stream_goes_on(setup, kind: str, monkeypatch, caplog) -> None:
+    from daemon_client.subscriptions import timeline as timeline_module
+
+    fake, client, agent_id = setup(kind)
+    seen = RecordingHandler[dc.TimelineUpdate]("seen")
+    handle = client.agents.ref(agent_id).timeline.subscribe(seen)
+    handle.ready.result(5)
+    real = timeline_module.parse_stream_payload
+
+    def parse_or_fail(payload: Any, subscription_id: str | None) -> dc.TimelineUpdate:
+        if payload.get("event", {}).get("item", {}).get("text") == "unreadable":
+            raise ValueError("unreadable payload")
+        return real(payload, subscription_id)
+
+    monkeypatch.setattr(timeline_module, "parse_stream_payload", parse_or_fail)
+    fake.timeline.append(agent_id, {"type": "reasoning", "text": "unreadable"})
+    fake.timeline.append(agent_id, {"type": "reasoning", "text": "fine"})
+    assert [update.event.item.text for update in seen.wait_for(1)] == ["fine"]
+    client.ping()
+    assert client.flush_callbacks()
+    assert len(seen) == 1
+    assert "unreadable agent_stream frame skipped: unreadable payload" in caplog.text
