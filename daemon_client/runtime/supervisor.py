@@ -50,7 +50,7 @@ from daemon_client.runtime.writer import Writer
 from daemon_client.state import ConnectionState
 from daemon_client.transport.base import ConnectParams, FrameRejected, TransportClosed, TransportError, TransportFailed
 
-HANDOFF_FRAMES = 64
+HANDOFF_FRAMES = 128
 """In a burst, every this many frames the reader lets the callback thread run if as many
 callbacks wait: batches stay small, their objects young (cheap for the garbage collector)
 and in cache. One ``time.sleep(0)``: a hand-over of the GIL, not a wait."""
