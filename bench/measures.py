@@ -5,6 +5,7 @@ the same process run, and returns a :class:`Figure` with its target.
 
 from __future__ import annotations
 
+import compileall
 import gc
 import importlib.util
 import json
@@ -16,6 +17,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import attrs
@@ -335,6 +337,9 @@ def import_time(processes: int = 15) -> Figure:
     interpreter (``python -c pass`` subtracted): medians of ``processes`` fresh processes, the
     three commands taking turns so that a load change affects all of them alike."""
     deps = [name for name in IMPORT_DEPENDENCIES if importlib.util.find_spec(name) is not None]
+    # As pip does at install time for the package and its dependencies alike: without it, where
+    # bytecode is not written (PYTHONDONTWRITEBYTECODE), every process would compile the package.
+    compileall.compile_dir(Path(dc.__file__).parent, quiet=1)
     codes = {"base": "pass", "deps": "import " + ", ".join(deps), "ours": "import daemon_client; daemon_client.Client"}
     samples: dict[str, list[float]] = {name: [] for name in codes}
     for _ in range(processes):
