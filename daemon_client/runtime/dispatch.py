@@ -73,6 +73,9 @@ class Dispatcher:
             raise TypeError("flow_control must be a FlowControl or None")
         self.backlog = Backlog(flow_control)
         """The admitted backlog of skippable pushes (see :meth:`post_admitted`)."""
+        # One batch at a time runs on the dispatcher thread or in process_events(); an executor
+        # (a pool, perhaps) may run several at once: its jobs are counted under the backlog's lock.
+        self._done = self.backlog.done if executor is None or executor == "manual" else self.backlog.done_locked
         # Posted callables (admitted pushes as ``(fn, cost)``), taken in batches by the one consumer.
         self._items: list[object] = []  # guarded by _start_lock
         self._idle = False  # guarded by _start_lock: the consumer waits on _wake
@@ -225,47 +228,23 @@ class Dispatcher:
             self._report(exc, fn)
 
     def _run(self, fn: Callback) -> None:
-        local = self._local
-        local.depth = getattr(local, "depth", 0) + 1
-        try:
-            self._run_one(fn)
-        finally:
-            local.depth -= 1
-
-    def _run_one(self, fn: Callback) -> None:
-        started = time.monotonic()
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - isolation is the point
-            self._report(exc, fn)
-        elapsed = time.monotonic() - started
-        if elapsed > self._slow:
-            self._log.warning("callback %r ran for %.2f s; later callbacks waited behind it", fn, elapsed)
+        self._run_batch([fn])
 
     def _run_batch(self, batch: list[object]) -> None:
-        """Run taken items in order on this thread (``_STOP`` is never among them)."""
-        local, report, slow, clock = self._local, self._report, self._slow, time.monotonic
-        # One batch at a time runs with the default thread or process_events(); an executor
-        # (a pool, perhaps) may run several at once: its jobs count under the backlog's lock.
-        done = self.backlog.done if self._executor is None or self._executor == "manual" else self.backlog.done_locked
+        """Run taken items in order on this thread, each isolated; ``_STOP`` is never among them.
+        An admitted push, ``(fn, cost)``, is counted by the backlog until it ran."""
+        local, report, slow, clock, done = self._local, self._report, self._slow, time.monotonic, self._done
         local.depth = getattr(local, "depth", 0) + 1
         try:
             last = clock()
-            fn: Callback
             for item in batch:
-                if type(item) is tuple:  # an admitted push: counted until it ran
-                    fn, cost = item
-                    try:
-                        fn()
-                    except BaseException as exc:  # noqa: BLE001 - isolation is the point
-                        report(exc, fn)
+                fn, cost = item if type(item) is tuple else (item, None)
+                try:
+                    fn()
+                except BaseException as exc:  # noqa: BLE001 - isolation is the point
+                    report(exc, fn)
+                if cost is not None:
                     done(cost)
-                else:
-                    fn = item  # type: ignore[assignment]  # a plain callable
-                    try:
-                        fn()
-                    except BaseException as exc:  # noqa: BLE001 - isolation is the point
-                        report(exc, fn)
                 now = clock()
                 if now - last > slow:
                     self._log.warning("callback %r ran for %.2f s; later callbacks waited behind it", fn, now - last)
@@ -308,7 +287,7 @@ class Dispatcher:
         except BaseException as exc:  # noqa: BLE001
             self._report(exc, executor)
             if type(item) is tuple:  # never to run: release what the backlog counted for it
-                self.backlog.done_locked(item[1])
+                self._done(item[1])
 
     def _deliver(self, item: object) -> None:
         """Executor mode: run one handed-over callable on the executor's thread."""

@@ -115,6 +115,7 @@ class Lag:
 
     @property
     def lagging(self) -> bool:
+        """Read without the lock by :meth:`FlowPolicy.offer`: ``pending`` first (cleared last)."""
         return self._pending or self._held
 
     def hold(self) -> None:
@@ -194,7 +195,7 @@ class FlowPolicy:
     def offer(self, lag: Lag, job: Action, cost: int, skipped: Callable[[Lag, T], None], item: T) -> None:
         """Reader thread: post ``job`` if admitted; otherwise ``skipped(lag, item)`` records it
         (under the lag's lock). A lagging observation recovers first once the backlog drained."""
-        if not lag._pending and not lag._held and self._dispatcher.post_admitted(job, cost):
+        if not lag.lagging and self._dispatcher.post_admitted(job, cost):
             return  # the common case, without the lag's lock: nothing to announce first, admitted
         action: Action | None = None
         started = False
@@ -214,10 +215,7 @@ class FlowPolicy:
         """Reader thread: post one ``job`` serving several observations of one push, counted
         once, if none of them is lagging and it is admitted; ``False`` otherwise (nothing was
         posted or recorded: the caller offers the push to each observation on its own)."""
-        for lag in lags:
-            if lag._pending or lag._held:
-                return False
-        return self._dispatcher.post_admitted(job, cost)
+        return not any(lag.lagging for lag in lags) and self._dispatcher.post_admitted(job, cost)
 
     def force(self, lag: Lag, job: Action) -> None:
         """Post ``job`` (never skipped); a pending lag is announced before it."""

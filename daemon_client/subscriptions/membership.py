@@ -462,21 +462,14 @@ class MembershipManager(Generic[M]):
         handle), parsed once (lazily, on the callback thread) for all of them;
         ``parse(payload, subscription_id)`` stamps the first handle's ID (a job runs only while
         its handle is live under the same ID, so the ID read here is the one it is delivered under)."""
-        tagged = message.payload.get("subscriptionId")
-        if self._mode is Mode.OWNED and type(tagged) is str:  # the common case: one handle, by its tag
-            sub = self._routes.get(tagged)
-            if sub is not None:
-                job = functools.partial(type(sub)._deliver_one, sub, message, parse, sub.generation)
-                self._flow.offer(sub._lag, job, self._flow.cost(), sub._skipped, message)
-            return
-        targets = self.targets(key, tagged)
-        if not targets:
-            return
+        targets = self.targets(key, message.payload.get("subscriptionId"))
         flow, cost = self._flow, self._flow.cost()
-        if len(targets) == 1:
+        if len(targets) == 1:  # the common case: the handle parses the frame itself, if it is delivered
             sub = targets[0]
-            flow.offer(sub._lag, functools.partial(type(sub)._deliver_one, sub, message, parse, sub.generation), cost,
-                       sub._skipped, message)  # fmt: skip
+            job = functools.partial(sub._deliver_one, message, parse, sub.generation)
+            flow.offer(sub._lag, job, cost, sub._skipped, message)
+            return
+        if not targets:
             return
         parsed = Memo(functools.partial(parse, message.payload, targets[0].subscription_id)).get
         generations = tuple(sub.generation for sub in targets)
@@ -551,8 +544,3 @@ def _deliver_all(
             sub._deliver(message, parsed, generation)
         except Exception:  # noqa: BLE001 - an internal defect for one handle must not starve the others
             _log.exception("internal error while delivering %s to %r", message.type, sub)
-
-
-def deliver(sub: Membership, message: SessionMessage, parsed: Callable[[], Any], generation: int) -> None:
-    """Callback thread: ``sub._deliver`` (see :meth:`Membership._deliver`)."""
-    sub._deliver(message, parsed, generation)
