@@ -16,7 +16,7 @@ from typing import Any
 
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.subscriptions.flow import Lag, LagSummary
-from daemon_client.subscriptions.membership import Membership, MembershipFamily, MembershipManager
+from daemon_client.subscriptions.membership import Membership, MembershipFamily, MembershipManager, deliver
 
 _log = logging.getLogger("daemon_client.subscriptions.events")
 EVENTS = MembershipFamily(
@@ -77,7 +77,7 @@ class EventSubscription(Membership):
         newest = summary.newest
         parse = self._parse
         if self._coalesce and parse is not None and isinstance(newest, SessionMessage):
-            post(lambda gen=self.generation: self._deliver(newest, lambda: parse(newest.payload), gen))  # type: ignore[misc]
+            post(lambda gen=self.generation: deliver(self, newest, lambda: parse(newest.payload), gen))  # type: ignore[misc]
         else:
             post(self._on_restored)
 

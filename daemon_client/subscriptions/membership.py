@@ -544,3 +544,9 @@ def _deliver_all(
             sub._deliver(message, parsed, generation)
         except Exception:  # noqa: BLE001 - an internal defect for one handle must not starve the others
             _log.exception("internal error while delivering %s to %r", message.type, sub)
+
+
+def deliver(sub: Membership, message: SessionMessage, parsed: Callable[[], Any], generation: int) -> None:
+    """Callback thread: :meth:`Membership._deliver`, for the family modules (a frame they post
+    themselves: a replacement, a coalesced event)."""
+    sub._deliver(message, parsed, generation)

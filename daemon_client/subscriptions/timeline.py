@@ -32,6 +32,7 @@ from daemon_client.subscriptions.membership import (
     MembershipFamily,
     MembershipManager,
     State,
+    deliver,
 )
 
 _log = logging.getLogger("daemon_client.timeline")
@@ -135,4 +136,4 @@ class TimelineManager(MembershipManager[TimelineSubscription]):
         payload = message.payload
         targets = self.targets(str(payload.get("agentId", "")), payload.get("subscriptionId"), by_key_if_untagged=True)
         for sub in targets:  # never skipped: a lag is announced before it
-            self.post_forced(sub, lambda sub=sub, gen=sub.generation: sub._deliver(message, lambda: None, gen))  # type: ignore[misc]
+            self.post_forced(sub, lambda sub=sub, gen=sub.generation: deliver(sub, message, lambda: None, gen))  # type: ignore[misc]
