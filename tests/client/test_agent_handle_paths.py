@@ -12,12 +12,9 @@ from daemon_client.testing import FakeDaemon
 from daemon_client.testing.fake.engine.handlers import RequestContext
 
 from ..conftest import KINDS
+from ..helpers import session_frames as _frames
 
 CWD = "/home/dev/projects/demo"
-
-
-def _frames(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
-    return [f["message"] for f in fake.received if f.get("type") == "session" and f["message"]["type"] == message_type]
 
 
 @pytest.fixture

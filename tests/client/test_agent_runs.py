@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
 
 from ..conftest import KINDS
-
-
-def _frames(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
-    return [f["message"] for f in fake.received if f.get("type") == "session" and f["message"]["type"] == message_type]
+from ..helpers import session_frames as _frames
 
 
 @pytest.fixture

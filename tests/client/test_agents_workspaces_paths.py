@@ -5,32 +5,15 @@ replies that carry no usable workspace."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 import daemon_client as dc
-from daemon_client.testing import FakeDaemon
 
 from ..conftest import KINDS
+from ..helpers import session_frames as _frames
 
 CWD = "/home/dev/projects/demo"
 MOCK = "mock/ten-second-stream"
-
-
-def _frames(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
-    return [f["message"] for f in fake.received if f.get("type") == "session" and f["message"]["type"] == message_type]
-
-
-@pytest.fixture
-def connected(fakes, make_client):
-    def make(kind: str = "capable", **options: Any) -> tuple[FakeDaemon, dc.Client]:
-        fake = fakes(kind, **options)
-        client = make_client(fake)
-        client.connect()
-        return fake, client
-
-    return make
 
 
 # ------------------------------------------------------------------------------ agent creation

@@ -16,17 +16,6 @@ from daemon_client.testing.fake.engine.handlers import RequestContext
 CWD = "/home/dev/projects/demo"
 
 
-@pytest.fixture
-def connected(fakes, make_client):
-    def make(kind: str = "capable", **options: Any) -> tuple[FakeDaemon, dc.Client]:
-        fake = fakes(kind, **options)
-        client = make_client(fake)
-        client.connect()
-        return fake, client
-
-    return make
-
-
 # ------------------------------------------------------------------------------ the client
 
 

@@ -17,6 +17,7 @@ import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
 
 from ..conftest import KINDS
+from ..helpers import session_frames as _frames
 
 LEGACY = ["selective", "broadcast"]
 
@@ -69,10 +70,6 @@ FAMILIES = [
     Family("workspaces", "fetch_workspaces_request", "workspace_update"),
 ]
 FAMILY_IDS = [f.name for f in FAMILIES]
-
-
-def _frames(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
-    return [f["message"] for f in fake.received if f.get("type") == "session" and f["message"]["type"] == message_type]
 
 
 def _settle(client: dc.Client, fake: FakeDaemon) -> None:

@@ -8,22 +8,9 @@ from typing import Any
 import pytest
 
 import daemon_client as dc
-from daemon_client.testing import FakeDaemon, RecordingHandler
+from daemon_client.testing import RecordingHandler
 
-
-def _frames(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
-    return [f["message"] for f in fake.received if f.get("type") == "session" and f["message"]["type"] == message_type]
-
-
-@pytest.fixture
-def connected(fakes, make_client):
-    def make(kind: str = "capable", **options: Any) -> tuple[FakeDaemon, dc.Client]:
-        fake = fakes(kind, **options)
-        client = make_client(fake)
-        client.connect()
-        return fake, client
-
-    return make
+from ..helpers import session_frames as _frames
 
 
 def _settle(client: dc.Client) -> None:

@@ -11,12 +11,9 @@ import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
 
 from ..conftest import KINDS
+from ..helpers import session_frames as _frames
 
 EVENTS_REQUEST = "session.events.set_subscription.request"
-
-
-def _frames(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
-    return [f["message"] for f in fake.received if f.get("type") == "session" and f["message"]["type"] == message_type]
 
 
 @pytest.fixture

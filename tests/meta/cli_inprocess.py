@@ -58,3 +58,10 @@ class Background:
         self._thread.join(timeout)
         assert self._status, "the command did not finish"
         return self._status[0]
+
+
+def run(argv: list[str]) -> tuple[int, str]:
+    """``main(argv)`` on this thread: its exit status and what it wrote to standard output."""
+    out = io.StringIO()
+    code = main(argv, out=out)
+    return code, out.getvalue()

@@ -1,4 +1,5 @@
-"""Fixtures of the command-line tests: ``cli`` starts ``daemon-client`` in a subprocess."""
+"""Fixtures of the command-line tests: ``cli`` starts ``daemon-client`` in a subprocess; ``fake``
+is a capable fake daemon on a loopback port."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+import daemon_client as dc
+from daemon_client.testing import FakeDaemon
 
 from .cli_process import CliProcess, clean_env
 
@@ -27,3 +31,10 @@ def cli(tmp_path: Path) -> Iterator[Start]:
     yield start
     for process in started:
         process.stop()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeDaemon]:
+    with FakeDaemon(host_kind=dc.HostKind.CAPABLE) as daemon:
+        daemon.serve()
+        yield daemon

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import socket
 import subprocess
 import sys
@@ -11,16 +10,10 @@ from collections.abc import Iterator
 import pytest
 
 import daemon_client as dc
-from daemon_client.cli.main import main
 from daemon_client.testing import FakeDaemon
 
 from ..conftest import KINDS
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
+from .cli_inprocess import run
 
 
 @pytest.fixture

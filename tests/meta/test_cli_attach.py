@@ -18,7 +18,7 @@ from daemon_client.cli.attach import ENTER_SCREEN, LEAVE_SCREEN, Attachment
 from daemon_client.cli.main import main
 from daemon_client.testing import FakeDaemon
 
-from .cli_inprocess import Background
+from .cli_inprocess import Background, run
 
 CWD = "/home/dev/projects/demo"
 
@@ -42,12 +42,6 @@ def stdin_pipe(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
         reader.close()
         with contextlib.suppress(OSError):
             os.close(write_end)
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
 
 
 def test_attach_types_what_is_piped_in_and_ends_with_the_input(daemon: FakeDaemon, stdin_pipe: int) -> None:

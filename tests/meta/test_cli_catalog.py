@@ -4,33 +4,16 @@ watching commands run on a helper thread and end when their reader closes the pi
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterator
 
 import pytest
 
-import daemon_client as dc
-from daemon_client.cli.main import main
 from daemon_client.protocol.directory import MAX_PAGE_LIMIT
 from daemon_client.testing import FakeDaemon
 
-from .cli_inprocess import Background
+from .cli_inprocess import Background, run
 
 FETCH = "fetch_workspaces_request"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeDaemon]:
-    with FakeDaemon(host_kind=dc.HostKind.CAPABLE) as daemon:
-        daemon.serve()
-        yield daemon
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
 
 
 def _many_workspaces(fake: FakeDaemon) -> set[str]:

@@ -30,16 +30,11 @@ from daemon_client.cli.main import build_parser, main
 from daemon_client.cli.password import COMMAND_LINE_WARNING
 from daemon_client.testing import FakeDaemon
 
+from .cli_inprocess import run
 from .conftest import Start
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_DOC = ROOT / "docs" / "cli.md"
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
 
 
 @pytest.fixture

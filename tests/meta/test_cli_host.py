@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -13,14 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from daemon_client.cli import main
 from daemon_client.testing import FakeDaemon
 
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
+from .cli_inprocess import run
 
 
 @pytest.fixture

@@ -3,29 +3,14 @@ permission among several. In the test process against the fake daemon on loopbac
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterator
 
 import pytest
 
-import daemon_client as dc
-from daemon_client.cli.main import main
 from daemon_client.testing import FakeDaemon
 from daemon_client.testing.fake.runs.scripts import permission_request
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeDaemon]:
-    with FakeDaemon(host_kind=dc.HostKind.CAPABLE) as daemon:
-        daemon.serve()
-        yield daemon
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
+from .cli_inprocess import run
 
 
 def _agent(fake: FakeDaemon, **fields: object) -> str:

@@ -14,24 +14,13 @@ import pty
 import signal
 import socket
 import threading
-from collections.abc import Iterator
 
-import pytest
-
-import daemon_client as dc
 from daemon_client.testing import FakeDaemon
 
 from .cli_process import WAIT, one_error_line, run_all
 from .conftest import Start
 
 SUBSCRIBE = "agent.timeline.set_subscription.request"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeDaemon]:
-    with FakeDaemon(host_kind=dc.HostKind.CAPABLE) as daemon:
-        daemon.serve()
-        yield daemon
 
 
 def _agent(fake: FakeDaemon, title: str = "Scripted", **fields: object) -> str:

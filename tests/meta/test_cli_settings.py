@@ -3,22 +3,15 @@ the fake daemon on a real loopback WebSocket."""
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 
 import pytest
 
-from daemon_client.cli.main import main
 from daemon_client.testing import FakeDaemon
 
 from ..conftest import KINDS
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
+from .cli_inprocess import run
 
 
 @pytest.fixture

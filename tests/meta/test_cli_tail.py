@@ -4,34 +4,17 @@ against the fake daemon on loopback."""
 
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterator
 
 import pytest
 
-import daemon_client as dc
-from daemon_client.cli.main import main
 from daemon_client.protocol.directory import MAX_PAGE_LIMIT
 from daemon_client.testing import FakeDaemon
 
-from .cli_inprocess import Background
+from .cli_inprocess import Background, run
 
 SUBSCRIBE = "agent.timeline.set_subscription.request"
 FETCH_AGENTS = "fetch_agents_request"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeDaemon]:
-    with FakeDaemon(host_kind=dc.HostKind.CAPABLE) as daemon:
-        daemon.serve()
-        yield daemon
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
 
 
 def _agent(fake: FakeDaemon, title: str = "Tailed") -> str:

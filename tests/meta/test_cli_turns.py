@@ -9,16 +9,14 @@ import _thread
 import argparse
 import io
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
 import pytest
 
-import daemon_client as dc
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import Terminated
-from daemon_client.cli.main import main
 from daemon_client.cli.notes import Notes
 from daemon_client.cli.output import Output
 from daemon_client.cli.turns import TurnWatcher
@@ -27,20 +25,9 @@ from daemon_client.protocol.timeline import TimelineUpdate, TurnCompleted, TurnS
 from daemon_client.testing import FakeDaemon
 from daemon_client.testing.fake.engine.handlers import RequestContext
 
+from .cli_inprocess import run
+
 WAIT_REQUEST = "wait_for_finish_request"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeDaemon]:
-    with FakeDaemon(host_kind=dc.HostKind.CAPABLE) as daemon:
-        daemon.serve()
-        yield daemon
-
-
-def run(argv: list[str]) -> tuple[int, str]:
-    out = io.StringIO()
-    code = main(argv, out=out)
-    return code, out.getvalue()
 
 
 def _agent(fake: FakeDaemon) -> str:
