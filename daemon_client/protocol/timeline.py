@@ -413,6 +413,31 @@ _new_timeline_update = _slot_constructor(TimelineUpdate)
 
 def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
     """An ``agent_stream`` payload → :class:`TimelineUpdate` (``subscription_id`` as routed)."""
+    try:  # the shape of most frames of a stream, in one step: a chunk of assistant text
+        event = payload["event"]
+        if event["type"] == "timeline":
+            item = event["item"]
+            if item["type"] == "assistant_message" and "messageId" not in item and "turnId" not in event:
+                text, provider, agent_id = item["text"], event["provider"], payload["agentId"]
+                timestamp, seq, epoch = payload["timestamp"], payload["seq"], payload["epoch"]
+                if (
+                    type(text) is str
+                    and type(provider) is str
+                    and type(agent_id) is str
+                    and type(timestamp) is str
+                    and type(seq) is int
+                    and type(epoch) is str
+                ):
+                    message = _new_assistant_message(text, None, "assistant_message")
+                    timeline_event = _new_timeline_event(message, provider, None, "timeline")
+                    return _new_timeline_update(agent_id, timeline_event, subscription_id, timestamp, seq, epoch)
+    except (KeyError, TypeError):  # a field missing, or not an object: read field by field
+        pass
+    return _parse_stream_fields(payload, subscription_id)
+
+
+def _parse_stream_fields(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
+    """:func:`parse_stream_payload` field by field, for any shape."""
     get = payload.get
     agent_id, seq, epoch, timestamp = get("agentId", ""), get("seq"), get("epoch"), get("timestamp")
     return _new_timeline_update(

@@ -116,7 +116,10 @@ class Backlog:
         over a limit."""
         if self._lagging:
             return False
-        if self._over():
+        if (  # _over(), inline: once per push
+            self._in_events - self._out_events >= self._max_events
+            or self._in_bytes - self._out_bytes >= self._max_bytes
+        ):
             with self._lock:
                 self._lagging = True  # first: a done() from now on looks at the flag
                 if self._over():

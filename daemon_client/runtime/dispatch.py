@@ -34,12 +34,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from daemon_client.errors import CallbackError, WouldDeadlock
 from daemon_client.runtime.backlog import Backlog, FlowControl
 
 Callback = Callable[[], None]
+A = TypeVar("A")
+B = TypeVar("B")
 Executor = Callable[[Callback], object]
 CallbackExecutor = Executor | Literal["manual"] | None
 
@@ -76,7 +78,7 @@ class Dispatcher:
         # One batch at a time runs on the dispatcher thread or in process_events(); an executor
         # (a pool, perhaps) may run several at once: its jobs are counted under the backlog's lock.
         self._done = self.backlog.done if executor is None or executor == "manual" else self.backlog.done_locked
-        # Posted callables (admitted pushes as ``(fn, cost)``), taken in batches by the one consumer.
+        # Posted callables (admitted pushes as ``(fn, cost, first, second)``), taken in batches by the one consumer.
         self._items: list[object] = []  # guarded by _start_lock
         self._idle = False  # guarded by _start_lock: the consumer waits on _wake
         self._wake = threading.Lock()  # a binary semaphore: released once per wake-up of an idle consumer
@@ -125,20 +127,36 @@ class Dispatcher:
                 self._idle = False
                 self._wake.release()
             elif self._thread is None and self._executor != "manual":
-                # Started on first use (a client never used starts no thread).
-                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
-                self._thread.start()
+                self._start_locked()
         return True
+
+    def _start_locked(self) -> None:
+        """Under ``_start_lock``: start the dispatcher thread, on first use (a client never used
+        starts no thread)."""
+        self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+        self._thread.start()
 
     def post_admitted(self, fn: Callback, cost: int) -> bool:
         """Queue a skippable push of ``cost`` bytes, unless the backlog is over a limit or the
         dispatcher stopped (``False``: not queued, the caller decides). Never blocks. The
         backlog counts it until it ran."""
+        return self.post_call(_call, fn, None, cost)
+
+    def post_call(self, fn: Callable[[A, B], None], first: A, second: B, cost: int) -> bool:
+        """:meth:`post_admitted` of ``fn(first, second)``: the stream's hot path, which needs
+        no closure per push (the reader thread posts one item, a tuple)."""
         backlog = self.backlog
         if not backlog.admit(cost):
             return False
-        if self._put((fn, cost)):
-            return True
+        with self._start_lock:  # as _put, inline: once per push
+            if not self._stopped:
+                self._items.append((fn, cost, first, second))
+                if self._idle:
+                    self._idle = False
+                    self._wake.release()
+                elif self._thread is None and self._executor != "manual":
+                    self._start_locked()
+                return True
         backlog.cancel(cost)
         return False
 
@@ -225,26 +243,32 @@ class Dispatcher:
         try:
             fn(*args)
         except BaseException as exc:  # noqa: BLE001 - isolation is the point
-            self._report(exc, fn)
+            self.report(exc, fn)
 
     def _run(self, fn: Callback) -> None:
         self._run_batch([fn])
 
-    def _run_batch(self, batch: list[object]) -> None:
+    def _run_batch(self, batch: list[Any]) -> None:
         """Run taken items in order on this thread, each isolated; ``_STOP`` is never among them.
-        An admitted push, ``(fn, cost)``, is counted by the backlog until it ran."""
-        local, report, slow, clock, done = self._local, self._report, self._slow, time.monotonic, self._done
+        An admitted push, ``(fn, cost, first, second)``, is counted by the backlog until it ran."""
+        local, report, slow, clock, done = self._local, self.report, self._slow, time.monotonic, self._done
         local.depth = getattr(local, "depth", 0) + 1
         try:
             last = clock()
             for item in batch:
-                fn, cost = item if type(item) is tuple else (item, None)
-                try:
-                    fn()
-                except BaseException as exc:  # noqa: BLE001 - isolation is the point
-                    report(exc, fn)
-                if cost is not None:
+                if type(item) is tuple:
+                    fn, cost, first, second = item
+                    try:
+                        fn(first, second)
+                    except BaseException as exc:  # noqa: BLE001 - isolation is the point
+                        report(exc, fn)
                     done(cost)
+                else:
+                    fn = item
+                    try:
+                        fn()
+                    except BaseException as exc:  # noqa: BLE001 - isolation is the point
+                        report(exc, fn)
                 now = clock()
                 if now - last > slow:
                     self._log.warning("callback %r ran for %.2f s; later callbacks waited behind it", fn, now - last)
@@ -252,7 +276,9 @@ class Dispatcher:
         finally:
             local.depth -= 1
 
-    def _report(self, exc: BaseException, fn: object) -> None:
+    def report(self, exc: BaseException, fn: object) -> None:
+        """A callback ``fn`` raised ``exc`` (callback thread): log it, keep it in strict mode, and
+        pass it to ``on_callback_error``. For a job that calls user code without :meth:`invoke`."""
         self._log.error("callback %r raised", fn, exc_info=exc)
         if self._strict:
             with self._errors_lock:
@@ -285,7 +311,7 @@ class Dispatcher:
         try:
             executor(lambda: self._deliver(item))
         except BaseException as exc:  # noqa: BLE001
-            self._report(exc, executor)
+            self.report(exc, executor)
             if type(item) is tuple:  # never to run: release what the backlog counted for it
                 self._done(item[1])
 
@@ -398,6 +424,11 @@ class Dispatcher:
             thread.join(max(0.0, timeout))
             if thread.is_alive():
                 self._log.warning("a callback is still running %.1f s after close(); not waiting for it", timeout)
+
+
+def _call(fn: Callback, _unused: None) -> None:
+    """An admitted plain callable, as :meth:`Dispatcher.post_call` queues it."""
+    fn()
 
 
 def next_name(prefix: str) -> str:

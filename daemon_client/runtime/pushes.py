@@ -142,23 +142,25 @@ class RouteTable(Generic[T]):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._routes: dict[str, T] = {}  # copy-on-write: replaced under _lock, read without it
+        self.routes: dict[str, T] = {}
+        """Read without a lock (the reader's hot path may look up in it directly); replaced under
+        the table's lock on every change, never changed in place."""
 
     def add(self, key: str, target: T) -> None:
         with self._lock:
-            self._routes = {**self._routes, key: target}
+            self.routes = {**self.routes, key: target}
 
     def remove(self, key: str | None) -> None:
         if key is None:
             return
         with self._lock:
-            if key in self._routes:
-                routes = dict(self._routes)
+            if key in self.routes:
+                routes = dict(self.routes)
                 del routes[key]
-                self._routes = routes
+                self.routes = routes
 
     def get(self, key: str) -> T | None:
-        return self._routes.get(key)
+        return self.routes.get(key)
 
     def __len__(self) -> int:
-        return len(self._routes)
+        return len(self.routes)

@@ -48,6 +48,7 @@ class EventSubscription(Membership):
         parse: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
         super().__init__(manager, event)
+        self._events = manager
         self._parse = parse
         self._handler = handler
         self._coalesce = coalesce
@@ -65,6 +66,10 @@ class EventSubscription(Membership):
             _log.warning("unreadable %s skipped: %s", message.type, exc)
             return
         self._manager.dispatcher.invoke(self._handler, value)
+
+    def _parse_frame(self, message: SessionMessage) -> Any:
+        """By the parser of the frame's type (a frame is routed only if its type has one)."""
+        return self._events._parsers[message.type](message.payload)
 
     def _skipped(self, lag: Lag, message: SessionMessage) -> None:
         lag.record(kind=message.type)
@@ -118,7 +123,5 @@ class EventManager(MembershipManager[EventSubscription]):
 
     def route_event(self, message: SessionMessage) -> None:
         """Reader thread: a push of a subscribable event type."""
-        parse = self._parsers.get(message.type)
-        if parse is None:
-            return
-        self.route(message, message.type, lambda _payload, _sid: parse(message.payload))
+        if message.type in self._parsers:
+            self.route(message, message.type)

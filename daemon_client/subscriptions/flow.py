@@ -21,6 +21,7 @@ orders the two; it is held while posting (never while sending or running user co
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import weakref
@@ -36,6 +37,7 @@ _log = logging.getLogger("daemon_client.flow")
 
 Action = Callable[[], None]
 T = TypeVar("T")
+B = TypeVar("B")
 
 
 @attrs.frozen
@@ -210,6 +212,16 @@ class FlowPolicy:
             _log.warning("%s is lagging: the callback queue is over its limit; skipping its pushes", lag.name)
         if action is not None:
             action()
+
+    def offer_call(  # noqa: PLR0917 - the stream's hot path: positional arguments are the cheapest
+        self, lag: Lag, fn: Callable[[T, B], None], first: T, second: B, cost: int, skipped: Callable[[Lag, T], None]
+    ) -> None:
+        """:meth:`offer` of the job ``fn(first, second)``, posted without a closure when admitted
+        (the stream's hot path: one call from the router to the dispatcher's queue);
+        ``skipped(lag, first)`` records it when it is not."""
+        if not (lag._pending or lag._held) and self._dispatcher.post_call(fn, first, second, cost):
+            return
+        self.offer(lag, functools.partial(fn, first, second), cost, skipped, first)
 
     def offer_shared(self, lags: list[Lag], job: Action, cost: int) -> bool:
         """Reader thread: post one ``job`` serving several observations of one push, counted

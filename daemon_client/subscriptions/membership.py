@@ -35,7 +35,7 @@ import enum
 import functools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
@@ -172,10 +172,13 @@ class Membership:
         if self.state is State.LIVE and self.generation == generation:
             self._on_frame(message, parsed)
 
-    def _deliver_one(self, message: SessionMessage, parse: Callable[[Mapping[str, Any], str | None], Any],
-                     generation: int) -> None:  # fmt: skip
+    def _deliver_one(self, message: SessionMessage, generation: int) -> None:
         """:meth:`_deliver` of a frame routed to this handle alone, parsed here if it is delivered."""
-        self._deliver(message, functools.partial(parse, message.payload, self._subscription_id), generation)
+        self._deliver(message, functools.partial(self._parse_frame, message), generation)
+
+    def _parse_frame(self, message: SessionMessage) -> Any:
+        """A routed frame's typed form, for this handle (may raise: the frame is then skipped)."""
+        raise NotImplementedError
 
     def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
         """A routed frame (only called while live); ``parsed()`` gives its typed form."""
@@ -457,21 +460,29 @@ class MembershipManager(Generic[M]):
             return (target,) if target is not None else ()
         return self._by_key.get(key, ())
 
-    def route(self, message: SessionMessage, key: str, parse: Callable[[Mapping[str, Any], str | None], Any]) -> None:
+    def route(self, message: SessionMessage, key: object) -> None:
         """Reader thread: offer a frame to its handles (flow control may skip it for a lagging
-        handle), parsed once (lazily, on the callback thread) for all of them;
-        ``parse(payload, subscription_id)`` stamps the first handle's ID (a job runs only while
-        its handle is live under the same ID, so the ID read here is the one it is delivered under)."""
-        targets = self.targets(key, message.payload.get("subscriptionId"))
+        handle). ``key``: the frame's key, by which hosts that do not tag frames route them.
+        A frame for one handle is parsed by that handle, on the callback thread, if delivered;
+        a frame shared by several is parsed once for all of them (lazily, with the first
+        handle's ID: a job runs only while its handle is live under the same ID)."""
+        payload = message.payload
+        if self._mode is Mode.OWNED:  # the hot path of a capable host: by tag, to one handle
+            tagged = payload.get("subscriptionId")
+            sub = self._routes.routes.get(tagged) if type(tagged) is str else None
+            if sub is not None:
+                flow = self._flow
+                flow.offer_call(sub._lag, sub._deliver_one, message, sub.generation, flow.cost(), sub._skipped)
+            return
+        targets = self.targets(key if type(key) is str else str(key), payload.get("subscriptionId"))
         flow, cost = self._flow, self._flow.cost()
-        if len(targets) == 1:  # the common case: the handle parses the frame itself, if it is delivered
+        if len(targets) == 1:
             sub = targets[0]
-            job = functools.partial(sub._deliver_one, message, parse, sub.generation)
-            flow.offer(sub._lag, job, cost, sub._skipped, message)
+            flow.offer_call(sub._lag, sub._deliver_one, message, sub.generation, cost, sub._skipped)
             return
         if not targets:
             return
-        parsed = Memo(functools.partial(parse, message.payload, targets[0].subscription_id)).get
+        parsed = Memo(functools.partial(targets[0]._parse_frame, message)).get
         generations = tuple(sub.generation for sub in targets)
         if flow.offer_shared([sub._lag for sub in targets], functools.partial(_deliver_all, targets, generations,
                              message, parsed), cost):  # fmt: skip

@@ -11,7 +11,7 @@ callback thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -37,6 +37,7 @@ from daemon_client.subscriptions.membership import (
 
 _log = logging.getLogger("daemon_client.timeline")
 TimelineHandler = Callable[[TimelineUpdate], object]
+_LIVE = State.LIVE
 TimelineAck = MembershipAck
 TIMELINE = MembershipFamily(
     name="timeline",
@@ -65,18 +66,25 @@ class TimelineSubscription(Membership):
     def _emit(self, update: TimelineUpdate) -> None:
         self._manager.dispatcher.invoke(self._handler, update)
 
-    def _deliver_one(self, message: SessionMessage, parse: Callable[[Mapping[str, Any], str | None], Any],
-                     generation: int) -> None:  # fmt: skip
-        """The hot path of a live stream (a frame for this handle alone): one call from the
-        dispatcher to the handler."""
-        if self.state is not State.LIVE or self.generation != generation:
+    def _deliver_one(self, message: SessionMessage, generation: int) -> None:
+        """The hot path of a live stream (a frame for this handle alone): parsed here, on the
+        callback thread, and handed to the handler (only ``agent_stream`` frames come here:
+        replacements are forced through ``_deliver``)."""
+        if self.state is not _LIVE or self.generation != generation:
             return
-        try:  # only agent_stream frames are routed here (replacements are forced through _deliver)
-            update: TimelineUpdate = parse(message.payload, self.subscription_id)
+        try:
+            update = parse_stream_payload(message.payload, self.subscription_id)
         except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
             _log.warning("unreadable agent_stream frame skipped: %s", exc)
             return
-        self._manager.dispatcher.invoke(self._handler, update)
+        handler = self._handler
+        try:
+            handler(update)
+        except BaseException as exc:  # noqa: BLE001 - isolation is the point
+            self._manager.dispatcher.report(exc, handler)
+
+    def _parse_frame(self, message: SessionMessage) -> TimelineUpdate:
+        return parse_stream_payload(message.payload, self.subscription_id)
 
     def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
         if message.type == "agent.timeline.replacement":
@@ -128,8 +136,7 @@ class TimelineManager(MembershipManager[TimelineSubscription]):
 
     def route_stream(self, message: SessionMessage) -> None:
         """Reader thread: an ``agent_stream`` frame, routed by tag (capable) or ``agentId``."""
-        payload = message.payload
-        self.route(message, str(payload.get("agentId", "")), parse_stream_payload)
+        self.route(message, message.payload.get("agentId", ""))
 
     def route_replacement(self, message: SessionMessage) -> None:
         """Reader thread: ``agent.timeline.replacement``, by tag when present, else by ``agentId``."""
