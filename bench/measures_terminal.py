@@ -81,11 +81,11 @@ def _bare_output(url: str, frames: int) -> Rate:
 
 def _client_output(url: str, frames: int) -> Rate:
     done = threading.Event()
-    seen = [0]
+    seen = [0]  # characters (the output is ASCII: one per byte); frames behind each other come in one call
 
     def on_output(text: str) -> None:
-        seen[0] += 1
-        if seen[0] == frames:
+        seen[0] += len(text)
+        if seen[0] == frames * FRAME_BYTES:
             done.set()
 
     with dc.connect(url, heartbeat=dc.Heartbeat(enabled=False)) as client:
@@ -93,7 +93,7 @@ def _client_output(url: str, frames: int) -> Rate:
         started, cpu_started = time.perf_counter(), time.process_time()
         client.request_async({"type": "blast"}, timeout=120)
         if not done.wait(300):
-            raise RuntimeError(f"only {seen[0]} of {frames} Output frames arrived")
+            raise RuntimeError(f"only {seen[0]} of {frames * FRAME_BYTES} bytes of output arrived")
         rate = _rate(frames, started, cpu_started)
         stream.release()
         return Rate(rate.per_s * FRAME_BYTES, rate.cpu_us)

@@ -10,6 +10,7 @@ anything malformed raises :class:`MalformedFrame`, which the reader logs and ski
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -99,6 +100,8 @@ def parse_status(payload: Mapping[str, Any]) -> StatusPayload:
 
 
 _PONG = Pong()
+_new_session_message = functools.partial(tuple.__new__, SessionMessage)
+"""``SessionMessage`` from a ``(type, payload)`` pair, without the Python-level ``__new__``."""
 
 
 def _with_lone_surrogates(text: str, error: ValueError) -> Any:
@@ -128,6 +131,10 @@ def decode_frame(text: str) -> InboundFrame:
     kind = obj.get("type")
     if kind == "session":
         message = obj.get("message")
+        if type(message) is dict:  # the envelope of nearly every frame, in one step
+            message_type, payload = message.get("type"), message.get("payload")
+            if type(message_type) is str and type(payload) is dict:
+                return _new_session_message((message_type, payload))
         if type(message) is not dict:
             raise MalformedFrame("session frame without a message object")
         message_type = message.get("type")

@@ -436,6 +436,14 @@ def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None
     return _parse_stream_fields(payload, subscription_id)
 
 
+def restamp(update: TimelineUpdate, subscription_id: str | None) -> TimelineUpdate:
+    """``update`` as delivered under ``subscription_id`` (a frame parsed once for several
+    handles of one agent); a copy as cheap as the stream's own constructor."""
+    return _new_timeline_update(
+        update.agent_id, update.event, subscription_id, update.timestamp, update.seq, update.epoch
+    )
+
+
 def _parse_stream_fields(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
     """:func:`parse_stream_payload` field by field, for any shape."""
     get = payload.get

@@ -87,6 +87,8 @@ class Dispatcher:
         self._errors: list[BaseException] = []  # guarded by _errors_lock
         self._errors_lock = threading.Lock()
         self._stopped = False  # guarded by _start_lock (read without it as a hint)
+        self.posted = 0
+        """Items queued so far (written under the queue's lock; read without it as a hint)."""
         self._thread: threading.Thread | None = None  # guarded by _start_lock
         self._thread_ident: int | None = None  # written once by the dispatcher thread
         self._start_lock = threading.Lock()
@@ -118,16 +120,29 @@ class Dispatcher:
         stopped. Any thread; never blocks (the lock is only held to queue)."""
         return self._put(fn)
 
+    def post_numbered(self, fn: Callback) -> int:
+        """:meth:`post`, returning the number of this post (``0``: not queued, stopped). While
+        :attr:`posted` still equals it, nothing was queued after ``fn``: what it delivers
+        may still grow (terminal output joins the job of the output before it)."""
+        with self._start_lock:
+            if not self._put_locked(fn):
+                return 0
+            return self.posted
+
     def _put(self, item: object) -> bool:
         with self._start_lock:
-            if self._stopped:
-                return False
-            self._items.append(item)
-            if self._idle:  # wake the consumer once; it takes everything queued by then
-                self._idle = False
-                self._wake.release()
-            elif self._thread is None and self._executor != "manual":
-                self._start_locked()
+            return self._put_locked(item)
+
+    def _put_locked(self, item: object) -> bool:
+        if self._stopped:
+            return False
+        self.posted += 1
+        self._items.append(item)
+        if self._idle:  # wake the consumer once; it takes everything queued by then
+            self._idle = False
+            self._wake.release()
+        elif self._thread is None and self._executor != "manual":
+            self._start_locked()
         return True
 
     def _start_locked(self) -> None:
@@ -148,14 +163,8 @@ class Dispatcher:
         backlog = self.backlog
         if not backlog.admit(cost):
             return False
-        with self._start_lock:  # as _put, inline: once per push
-            if not self._stopped:
-                self._items.append((fn, cost, first, second))
-                if self._idle:
-                    self._idle = False
-                    self._wake.release()
-                elif self._thread is None and self._executor != "manual":
-                    self._start_locked()
+        with self._start_lock:
+            if self._put_locked((fn, cost, first, second)):
                 return True
         backlog.cancel(cost)
         return False

@@ -37,7 +37,8 @@ class OutputReader:
             raise ValueError("the output buffer limit must be at least 1 character")
         self._name = name
         self._limit = limit
-        self._changed = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # pushes take the plain lock: cheaper to enter
         self._chunks: collections.deque[str] = collections.deque()
         self._queued = 0
         self._pending = ""  # taken by expect() and not consumed by a match yet (raw text)
@@ -51,7 +52,7 @@ class OutputReader:
         """Append received output (never blocks)."""
         if not text:
             return
-        with self._changed:
+        with self._lock:
             if self._ended is not None:
                 return
             self._chunks.append(text)

@@ -76,8 +76,9 @@ _ACTIVE = (StreamState.PENDING, StreamState.ESTABLISHING, StreamState.LIVE)
 class TerminalStream:
     """The live output of one terminal (``terminal.stream(...)``).
 
-    Callbacks run on the callback thread: ``on_output(text)`` for each Output frame (raw text
-    with escape sequences), ``on_snapshot(TerminalState)`` for each new screen (first after
+    Callbacks run on the callback thread: ``on_output(text)`` with the output in order (raw
+    text with escape sequences; Output frames that arrive before the callback thread reached
+    the one before them are joined into one call), ``on_snapshot(TerminalState)`` for each new screen (first after
     subscribing, again after every re-establishment), ``on_exit()`` once when the terminal's
     process ends or the terminal is killed, ``on_error(exc)`` when a re-establishment fails or
     the client closes. :meth:`output` and :meth:`expect` pull the same output on the caller's
@@ -110,6 +111,9 @@ class TerminalStream:
         self._on_error = on_error
         self._snapshot_memo: Memo[TerminalState] | None = None
         self._reader = OutputReader(f"terminal {terminal_id}", buffer_limit)
+        self._batch_lock = threading.Lock()
+        self._batch: list[str] | None = None  # guarded by _batch_lock: output the queued job will deliver
+        self._batch_number = 0  # guarded by _batch_lock: the dispatcher's number for that job
 
     @property
     def released(self) -> bool:
@@ -174,6 +178,26 @@ class TerminalStream:
         return f"<TerminalStream {self.terminal_id} slot={self.slot} {self.state.value}>"
 
     # ------------------------------------------------------------------ callback-thread jobs
+    def _queue_output(self, text: str) -> None:
+        """Reader thread: ``text`` joins the output job queued last, if nothing was queued
+        after it (so order holds); else a new job is queued. One callback per run of frames
+        the callback thread had not reached yet."""
+        dispatcher = self._manager.dispatcher
+        with self._batch_lock:
+            batch = self._batch
+            if batch is not None and self._batch_number == dispatcher.posted:
+                batch.append(text)
+                return
+            batch = [text]
+            self._batch = batch
+            self._batch_number = dispatcher.post_numbered(functools.partial(self._deliver_batch, batch))
+
+    def _deliver_batch(self, batch: list[str]) -> None:
+        with self._batch_lock:  # closed: later output goes to a new job
+            if self._batch is batch:
+                self._batch = None
+        self._deliver_output(batch[0] if len(batch) == 1 else "".join(batch))
+
     def _deliver_output(self, text: str) -> None:
         if self._on_output is not None and self.state is not StreamState.RELEASED:
             self._manager.dispatcher.invoke(self._on_output, text)
@@ -394,7 +418,7 @@ class TerminalStreamManager:
             for stream in feed.streams:
                 stream._reader.push(text)
                 if stream._on_output is not None:
-                    self.dispatcher.post(functools.partial(stream._deliver_output, text))
+                    stream._queue_output(text)
             return True
         frame = decode_terminal_frame(data)
         if frame is None:

@@ -14,8 +14,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import attrs
-
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.timeline import (
     Lagged,
@@ -24,6 +22,7 @@ from daemon_client.protocol.timeline import (
     SubscriptionRestored,
     TimelineUpdate,
     parse_stream_payload,
+    restamp,
 )
 from daemon_client.subscriptions.flow import Lag, LagSummary
 from daemon_client.subscriptions.membership import (
@@ -97,7 +96,7 @@ class TimelineSubscription(Membership):
             _log.warning("unreadable agent_stream frame skipped: %s", exc)
             return
         if update.subscription_id != self.subscription_id:  # shared by several handles of one agent
-            update = attrs.evolve(update, subscription_id=self.subscription_id)
+            update = restamp(update, self.subscription_id)
         self._emit(update)
 
     def _skipped(self, lag: Lag, message: SessionMessage) -> None:

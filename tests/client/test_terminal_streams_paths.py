@@ -6,6 +6,7 @@ a manual callback queue, and through a client against the fake where the fake ca
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -312,5 +313,58 @@ def test_an_empty_output_frame_adds_nothing_to_read(scripted: ScriptedLink) -> N
     assert scripted.manager.route_binary(bytes([OUTPUT, 0]))
     assert scripted.manager.route_binary(bytes([OUTPUT, 0]) + b"text")
     scripted.run_callbacks()
-    assert outputs.items == ["", "text"]  # one call per frame
+    assert outputs.items == ["text"]  # joined: the callback thread had not reached the first
     assert list(stream.output(timeout=0)) == ["text"]
+
+
+def test_output_the_callback_thread_has_not_reached_is_joined_into_one_call_in_order(scripted: ScriptedLink) -> None:
+    """Output frames queued behind each other reach ``on_output`` in one call; anything else
+    queued between them (a snapshot, another stream's output) keeps its place."""
+    events: list[object] = []
+    snapshot = b'{"rows":1,"cols":1,"grid":[[{"char":"s"}]],"scrollback":[],"cursor":{"row":0,"col":0}}'
+    first = _live(scripted, scripted.stream("t1", on_output=lambda text: events.append(("t1", text)),
+                                            on_snapshot=lambda state: events.append(state.screen_lines())))  # fmt: skip
+    _live(scripted, scripted.stream("t2", on_output=lambda text: events.append(("t2", text))), slot=1)
+    scripted.run_callbacks()
+    for data in (b"a", b"b", b"c"):
+        assert scripted.manager.route_binary(bytes([OUTPUT, 0]) + data)
+    assert scripted.manager.route_binary(bytes([SNAPSHOT, 0]) + snapshot)
+    assert scripted.manager.route_binary(bytes([OUTPUT, 0]) + b"d")
+    assert scripted.manager.route_binary(bytes([OUTPUT, 1]) + b"x")
+    assert scripted.manager.route_binary(bytes([OUTPUT, 0]) + b"e")
+    assert scripted.manager.route_binary(bytes([OUTPUT, 0]) + b"f")
+    assert scripted.run_callbacks() == 5
+    assert events == [("t1", "abc"), ["s"], ("t1", "d"), ("t2", "x"), ("t1", "ef")]
+    events.clear()
+    assert scripted.manager.route_binary(bytes([OUTPUT, 0]) + b"g")
+    assert scripted.run_callbacks() == 1  # the job that ran is closed: new output, a new call
+    assert scripted.manager.route_binary(bytes([OUTPUT, 0]) + b"h")
+    assert scripted.run_callbacks() == 1
+    assert events == [("t1", "g"), ("t1", "h")]
+    assert "".join(first.output(timeout=0)) == "abcdefgh"
+
+
+def test_output_joined_while_the_callback_thread_runs_loses_and_reorders_nothing(scripted: ScriptedLink) -> None:
+    """The reader joining output to a job the callback thread is taking at that moment: every
+    character arrives once, in order."""
+    received: list[str] = []
+    _live(scripted, scripted.stream(on_output=received.append))
+    stop = threading.Event()
+
+    def callback_thread() -> None:
+        while not stop.is_set():
+            scripted.dispatcher.process_events(timeout=0.01)
+
+    runner = threading.Thread(target=callback_thread)
+    runner.start()
+    try:
+        sent = [f"{n}," for n in range(20_000)]
+        for text in sent:
+            assert scripted.manager.route_binary(bytes([OUTPUT, 0]) + text.encode())
+    finally:
+        stop.set()
+        runner.join(10)
+    assert not runner.is_alive()
+    scripted.run_callbacks()
+    assert "".join(received) == "".join(sent)
+    assert 1 <= len(received) <= len(sent)
