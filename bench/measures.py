@@ -9,6 +9,7 @@ import compileall
 import gc
 import importlib.util
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -176,11 +177,21 @@ def _raw_stream(url: str, count: int) -> Rate:
         ws.close()
 
 
-def _client_run(url: str, count: int, agents: int, handlers: int = 1) -> Rate:
+def _pin_client_threads() -> None:
+    """Every client thread (the bench runs one client at a time) on one CPU: the last the
+    process may use (Linux only)."""
+    cpu = max(os.sched_getaffinity(0))
+    for thread in threading.enumerate():
+        if thread.name.startswith("daemon-client-") and thread.native_id is not None:
+            os.sched_setaffinity(thread.native_id, {cpu})
+
+
+def _client_run(url: str, count: int, agents: int, handlers: int = 1, *, pinned: bool = False) -> Rate:
     """``count`` timeline events through the client: spread over ``agents`` subscriptions (one
     per agent), or to ``handlers`` subscriptions of one agent, each of which must see all
     ``count`` (the server then sends each event once per subscription, as an owned host does).
-    The clock stops when the last handler got its last event."""
+    The clock stops when the last handler got its last event. ``pinned``: the client's threads
+    run on one CPU (see :func:`stream_throughput`)."""
     done = threading.Event()
     seen = [0] * handlers
     finished = [0]
@@ -205,6 +216,9 @@ def _client_run(url: str, count: int, agents: int, handlers: int = 1) -> Rate:
             subs = [client.agents.ref(f"agent-{i}").timeline.subscribe(shared) for i in range(agents)]
         for sub in subs:
             sub.ready.result(30)
+        if pinned:
+            client.flush_callbacks()  # the callback thread runs from here on
+            _pin_client_threads()
         started, cpu_started = time.perf_counter(), time.process_time()
         client.request_async({"type": "blast"}, timeout=120)
         if not done.wait(300):
@@ -232,13 +246,18 @@ def median_rates(runs: int, *measures: Callable[[], Rate]) -> list[Rate]:
 
 
 def stream_throughput(count: int) -> Figure:
+    """The client's stream against the raw and bare loops. For comparison (detail only), the
+    client again with its threads pinned to one CPU, where the GIL's hand-offs between the
+    reader and the callback thread stay on one core's caches (Linux only)."""
     server = _timeline_server(count, prepare=(1,), prepare_raw=True)
+    can_pin = hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1
     try:
-        raw, bare, client = median_rates(
+        raw, bare, client, pinned = median_rates(
             3,
             lambda: _raw_stream(server.url, count),
             lambda: _bare_stream(server.url, count),
             lambda: _client_run(server.url, count, 1),
+            lambda: _client_run(server.url, count, 1, pinned=True) if can_pin else Rate(0.0, 0.0),
         )
     finally:
         server.close()
@@ -249,7 +268,9 @@ def stream_throughput(count: int) -> Figure:
                    "raw_events_per_s": round(raw.per_s), "client_over_bare": round(over_bare, 3),
                    "client_over_raw": round(over_raw, 3), "client_cpu_us_per_event": round(client.cpu_us, 2),
                    "bare_cpu_us_per_event": round(bare.cpu_us, 2), "raw_cpu_us_per_event": round(raw.cpu_us, 2),
-                   "events": count})  # fmt: skip
+                   "client_pinned_events_per_s": round(pinned.per_s),
+                   "client_pinned_over_bare": round(pinned.per_s / bare.per_s, 3),
+                   "client_pinned_cpu_us_per_event": round(pinned.cpu_us, 2), "events": count})  # fmt: skip
 
 
 def routing_scale(count: int) -> Figure:
