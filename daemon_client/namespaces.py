@@ -100,7 +100,7 @@ class Namespaces:
             manager = TimelineManager(TIMELINE, self._link())
             self._attach(
                 manager,
-                {"agent_stream": manager.route_stream, "agent.timeline.replacement": manager.route_replacement},
+                {"agent_stream": manager.route, "agent.timeline.replacement": manager.route_replacement},
             )
             return manager
 

@@ -87,6 +87,9 @@ class MembershipFamily:
     request_type: str
     key_field: str
     union_feature: str
+    key_in_payload: str | None = None
+    """The payload field frames are routed by on hosts that do not tag them; ``None``: the
+    message type is the key."""
 
     def mode(self, kind: HostKind, info: ServerInfo | None) -> Mode:
         if kind is HostKind.CAPABLE:
@@ -460,9 +463,10 @@ class MembershipManager(Generic[M]):
             return (target,) if target is not None else ()
         return self._by_key.get(key, ())
 
-    def route(self, message: SessionMessage, key: object) -> None:
+    def route(self, message: SessionMessage, key: object = None) -> None:
         """Reader thread: offer a frame to its handles (flow control may skip it for a lagging
-        handle). ``key``: the frame's key, by which hosts that do not tag frames route them.
+        handle). ``key``: the frame's key, by which hosts that do not tag frames route them
+        (default: read as :attr:`MembershipFamily.key_in_payload` says, only when needed).
         A frame for one handle is parsed by that handle, on the callback thread, if delivered;
         a frame shared by several is parsed once for all of them (lazily, with the first
         handle's ID: a job runs only while its handle is live under the same ID)."""
@@ -474,6 +478,9 @@ class MembershipManager(Generic[M]):
                 flow = self._flow
                 flow.offer_call(sub._lag, sub._deliver_one, message, sub.generation, flow.cost(), sub._skipped)
             return
+        if key is None:
+            field = self.family.key_in_payload
+            key = message.type if field is None else payload.get(field, "")
         targets = self.targets(key if type(key) is str else str(key), payload.get("subscriptionId"))
         flow, cost = self._flow, self._flow.cost()
         if len(targets) == 1:

@@ -189,8 +189,8 @@ class TerminalStream:
                 batch.append(text)
                 return
             batch = [text]
-            self._batch = batch
-            self._batch_number = dispatcher.post_numbered(functools.partial(self._deliver_batch, batch))
+            number = dispatcher.post_numbered(functools.partial(self._deliver_batch, batch))
+            self._batch, self._batch_number = (batch, number) if number else (None, 0)  # 0: stopped
 
     def _deliver_batch(self, batch: list[str]) -> None:
         with self._batch_lock:  # closed: later output goes to a new job

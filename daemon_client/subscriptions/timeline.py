@@ -43,6 +43,7 @@ TIMELINE = MembershipFamily(
     request_type="agent.timeline.set_subscription.request",
     key_field="agentIds",
     union_feature="selectiveAgentTimeline",
+    key_in_payload="agentId",
 )
 
 
@@ -132,10 +133,6 @@ class TimelineManager(MembershipManager[TimelineSubscription]):
 
     def subscribe(self, agent_id: str, handler: TimelineHandler) -> TimelineSubscription:
         return self.add(TimelineSubscription(self, agent_id, handler))
-
-    def route_stream(self, message: SessionMessage) -> None:
-        """Reader thread: an ``agent_stream`` frame, routed by tag (capable) or ``agentId``."""
-        self.route(message, message.payload.get("agentId", ""))
 
     def route_replacement(self, message: SessionMessage) -> None:
         """Reader thread: ``agent.timeline.replacement``, by tag when present, else by ``agentId``."""
