@@ -177,21 +177,12 @@ def _raw_stream(url: str, count: int) -> Rate:
         ws.close()
 
 
-def _pin_client_threads() -> None:
-    """Every client thread (the bench runs one client at a time) on one CPU: the last the
-    process may use (Linux only)."""
-    cpu = max(os.sched_getaffinity(0))
-    for thread in threading.enumerate():
-        if thread.name.startswith("daemon-client-") and thread.native_id is not None:
-            os.sched_setaffinity(thread.native_id, {cpu})
-
-
 def _client_run(url: str, count: int, agents: int, handlers: int = 1, *, pinned: bool = False) -> Rate:
     """``count`` timeline events through the client: spread over ``agents`` subscriptions (one
     per agent), or to ``handlers`` subscriptions of one agent, each of which must see all
     ``count`` (the server then sends each event once per subscription, as an owned host does).
     The clock stops when the last handler got its last event. ``pinned``: the client's threads
-    run on one CPU (see :func:`stream_throughput`)."""
+    run on one CPU, the last the process may use (``Client(thread_cpu=...)``)."""
     done = threading.Event()
     seen = [0] * handlers
     finished = [0]
@@ -207,7 +198,8 @@ def _client_run(url: str, count: int, agents: int, handlers: int = 1, *, pinned:
 
         return handler
 
-    with dc.connect(url, heartbeat=dc.Heartbeat(enabled=False)) as client:
+    cpu = max(os.sched_getaffinity(0)) if pinned else None
+    with dc.connect(url, heartbeat=dc.Heartbeat(enabled=False), thread_cpu=cpu) as client:
         if handlers > 1:
             timeline = client.agents.ref("agent-0").timeline
             subs = [timeline.subscribe(make(i)) for i in range(handlers)]
@@ -216,9 +208,6 @@ def _client_run(url: str, count: int, agents: int, handlers: int = 1, *, pinned:
             subs = [client.agents.ref(f"agent-{i}").timeline.subscribe(shared) for i in range(agents)]
         for sub in subs:
             sub.ready.result(30)
-        if pinned:
-            client.flush_callbacks()  # the callback thread runs from here on
-            _pin_client_threads()
         started, cpu_started = time.perf_counter(), time.process_time()
         client.request_async({"type": "blast"}, timeout=120)
         if not done.wait(300):

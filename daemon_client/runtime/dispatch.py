@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from daemon_client.errors import CallbackError, WouldDeadlock
+from daemon_client.runtime.affinity import pin_current_thread
 from daemon_client.runtime.backlog import Backlog, FlowControl
 
 Callback = Callable[[], None]
@@ -62,10 +63,14 @@ class Dispatcher:
         logger: logging.Logger | None = None,
         slow_callback_seconds: float = 1.0,
         flow_control: FlowControl | None = None,
+        thread_cpu: int | None = None,
     ) -> None:
+        """``thread_cpu``: the dispatcher thread runs on that CPU only (see
+        :mod:`daemon_client.runtime.affinity`)."""
         if executor is not None and executor != "manual" and not callable(executor):
             raise TypeError("callback_executor must be None, 'manual' or a callable post(fn)")
         self._name = name
+        self._thread_cpu = thread_cpu
         self._executor = executor
         self._on_error = on_error
         self._strict = strict
@@ -299,6 +304,7 @@ class Dispatcher:
                 self._log.exception("on_callback_error raised")
 
     def _loop(self) -> None:
+        pin_current_thread(self._thread_cpu)
         self._thread_ident = threading.get_ident()
         executor = self._executor
         assert executor != "manual"  # manual mode starts no thread

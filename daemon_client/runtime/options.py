@@ -35,6 +35,8 @@ class ConnectionOptions:
     auth_header: str | None = attrs.field(default=None, repr=False)
     insecure_refusal: str | None = None
     """When set, every attempt fails with ``InsecureCredentials(insecure_refusal)`` before connecting."""
+    thread_cpu: int | None = None
+    """The CPU the reader and writer threads run on (see :mod:`daemon_client.runtime.affinity`)."""
 
     @property
     def write_stall_limit(self) -> float:

@@ -35,6 +35,7 @@ from daemon_client.protocol.hosts import decide_host_kind
 from daemon_client.protocol.models import HelloRejected, Pong, SessionMessage
 from daemon_client.protocol.replies import is_reply
 from daemon_client.protocol.server_info import read_server_info
+from daemon_client.runtime.affinity import pin_current_thread
 from daemon_client.runtime.handshake import (
     Failure,
     auth_carriers,
@@ -84,6 +85,7 @@ class Supervisor:
     def run(self) -> None:
         """Reader thread: connect and reconnect until closed or given up. Whatever happens,
         the thread hands over before it ends (a later ``connect()`` starts a new one)."""
+        pin_current_thread(self._opts.thread_cpu)
         link = self._link
         try:
             self._loop()
@@ -246,6 +248,7 @@ class Supervisor:
                 only=sock,
             ),
             logger=self._log,
+            thread_cpu=opts.thread_cpu,
         )
         with link.lock:
             if link.closing:

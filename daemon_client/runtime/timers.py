@@ -18,6 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from daemon_client.runtime.affinity import pin_current_thread
+
 _log = logging.getLogger("daemon_client.runtime.timers")
 COMPACT_MIN = 64
 """The heap is compacted only when it holds at least this many cancelled entries."""
@@ -54,8 +56,9 @@ class TimerThread:
     ``_heap``, ``_cancelled``, ``_thread`` and ``_stopped`` are guarded by ``_cond``.
     """
 
-    def __init__(self, name: str, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, name: str, clock: Callable[[], float] = time.monotonic, thread_cpu: int | None = None) -> None:
         self._name = name
+        self._thread_cpu = thread_cpu
         self._clock = clock
         self._heap: list[tuple[float, int, Timer]] = []  # guarded by _cond
         self._cancelled = 0  # cancelled entries still in _heap; guarded by _cond
@@ -107,6 +110,7 @@ class TimerThread:
                 self._cancelled = 0
 
     def _run(self) -> None:
+        pin_current_thread(self._thread_cpu)
         while True:
             with self._cond:
                 while True:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from daemon_client.errors import ConnectionLost
 from daemon_client.protocol.codec import preview
+from daemon_client.runtime.affinity import pin_current_thread
 from daemon_client.runtime.timers import Timer, TimerThread
 from daemon_client.transport.base import Transport
 
@@ -65,8 +66,10 @@ class Writer:
         on_stall: Callable[[float], None],
         logger: logging.Logger,
         max_queued: int | None = None,
+        thread_cpu: int | None = None,
     ) -> None:
         self._transport = transport
+        self._thread_cpu = thread_cpu
         self._timers = timers
         self._stall_after = stall_after
         self._on_stall = on_stall
@@ -195,6 +198,7 @@ class Writer:
             return item
 
     def _run(self) -> None:
+        pin_current_thread(self._thread_cpu)
         transport = self._transport
         try:
             while True:
