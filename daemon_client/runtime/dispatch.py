@@ -10,9 +10,10 @@ in posting order, on exactly one of:
 * the application's own thread, in ``"manual"`` mode, inside ``process_events()`` only
   (one caller at a time; ``flush()`` from another thread waits for that loop).
 
-Pushes that may be skipped go through :meth:`Dispatcher.post_admitted`, which counts them
-against the client's :class:`~daemon_client.runtime.backlog.FlowControl` and refuses them
-while the backlog is over a limit (:mod:`daemon_client.runtime.backlog`).
+Pushes that may be skipped go through :meth:`Dispatcher.post_admitted` (or
+:meth:`Dispatcher.post_call`, the stream's form without a closure), which counts them against
+the client's :class:`~daemon_client.runtime.backlog.FlowControl` and refuses them while the
+backlog is over a limit (:mod:`daemon_client.runtime.backlog`).
 
 Once stopped (``close()``), nothing is queued any more: ``post`` returns ``False`` and the
 caller decides (a future's done-callback then runs at once on the adding thread).
