@@ -180,8 +180,9 @@ class Membership:
         self._deliver(message, functools.partial(self._parse_frame, message), generation)
 
     def _parse_frame(self, message: SessionMessage) -> Any:
-        """A routed frame's typed form, for this handle (may raise: the frame is then skipped)."""
-        raise NotImplementedError
+        """A routed frame's typed form, for this handle (may raise: the frame is then skipped);
+        families override it, the payload as it came otherwise."""
+        return message.payload
 
     def _on_frame(self, message: SessionMessage, parsed: Callable[[], Any]) -> None:
         """A routed frame (only called while live); ``parsed()`` gives its typed form."""

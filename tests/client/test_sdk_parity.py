@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -45,17 +44,6 @@ def _sent(fake: FakeDaemon, message_type: str | None = None) -> list[dict[str, A
     """The session messages the client sent, optionally of one type."""
     messages = [f["message"] for f in fake.received if f.get("type") == "session"]
     return [m for m in messages if message_type is None or m["type"] == message_type]
-
-
-@pytest.fixture
-def connected(fakes, make_client) -> Callable[..., tuple[FakeDaemon, dc.Client]]:
-    def make(kind: str = "capable", **options: Any) -> tuple[FakeDaemon, dc.Client]:
-        fake = fakes(kind, **options)
-        client = make_client(fake)
-        client.connect()
-        return fake, client
-
-    return make
 
 
 @pytest.fixture
