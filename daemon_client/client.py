@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import ssl
 import time
 import uuid
@@ -45,7 +44,9 @@ from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
 from daemon_client.transport.websocket import WebSocketTransport
 
-if TYPE_CHECKING:  # the relay and the wire trace are imported only when a client uses them
+if TYPE_CHECKING:  # the relay, the wire trace and random (reconnects) are imported only when a client uses them
+    import random
+
     from daemon_client.agents import AgentsNamespace
     from daemon_client.config_namespace import ConfigNamespace
     from daemon_client.projects import ProjectsNamespace

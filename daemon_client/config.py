@@ -6,9 +6,12 @@ Immutable values, read by the connection supervisor; no thread runs code here.
 from __future__ import annotations
 
 import os
-import random
+from typing import TYPE_CHECKING
 
 import attrs
+
+if TYPE_CHECKING:
+    import random
 
 #: Where the client connects when no address is given and none is found (``localhost:6767``).
 DEFAULT_URL = "ws://localhost:6767/ws"
@@ -50,6 +53,8 @@ class ReconnectPolicy:
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait before reconnect attempt ``attempt`` (0-based)."""
         base = min(self.max_delay, self.base_delay * (2 ** min(attempt, 32)))
+        import random  # here: a client that never reconnects never needs the module
+
         factor = (rng or random).uniform(1 - self.jitter, 1 + self.jitter) if self.jitter else 1.0
         return float(min(self.max_delay, base * factor))
 

@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import ssl
 
-import attrs
-
+from daemon_client._values import Record
 from daemon_client.transport.handshake_policy import credentials_in_clear, parse_target
 
 
-@attrs.frozen
-class CredentialPlan:
+class CredentialPlan(Record):
     """What :func:`plan_credentials` decided: a warning to log once, or a refusal."""
 
-    warning: str | None = None
-    refusal: str | None = None
+    __slots__ = ("refusal", "warning")
+
+    warning: str | None
+    refusal: str | None
     """The message of the ``InsecureCredentials`` every connection attempt fails with."""
+
+    def __init__(self, warning: str | None = None, refusal: str | None = None) -> None:
+        self.warning = warning
+        self.refusal = refusal
 
 
 def check_auth_header(auth_header: str | None) -> str | None:

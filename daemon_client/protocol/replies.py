@@ -6,15 +6,23 @@ thread when a reply is matched.
 
 from __future__ import annotations
 
-import attrs
+from daemon_client._values import Record
 
 
-@attrs.frozen
-class ReplyMatcher:
-    """The reply a request waits for: a message type, and for ``status`` replies the statuses."""
+class ReplyMatcher(Record):
+    """The reply a request waits for: a message type, and for ``status`` replies the statuses.
+
+    Built once per request: a plain slotted class, never changed once built.
+    """
+
+    __slots__ = ("statuses", "type")
 
     type: str
-    statuses: frozenset[str] | None = None
+    statuses: frozenset[str] | None
+
+    def __init__(self, type: str, statuses: frozenset[str] | None = None) -> None:
+        self.type = type
+        self.statuses = statuses
 
     def matches(self, message_type: str, payload: dict[str, object]) -> bool:
         if message_type != self.type:

@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
-
+from daemon_client._values import Record
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol.models import ServerInfo
 
@@ -39,13 +38,19 @@ _KNOWN = frozenset(
 )
 
 
-@attrs.frozen
-class ServerInfoReading:
-    """A read ``server_info`` and the optional fields that were present but unusable."""
+class ServerInfoReading(Record):
+    """A read ``server_info`` and the optional fields that were present but unusable (never
+    changed once built)."""
+
+    __slots__ = ("ignored", "info")
 
     info: ServerInfo
-    ignored: tuple[str, ...] = ()
+    ignored: tuple[str, ...]
     """One ``"field (value)"`` per ignored field, values shortened."""
+
+    def __init__(self, info: ServerInfo, ignored: tuple[str, ...] = ()) -> None:
+        self.info = info
+        self.ignored = ignored
 
 
 def _shown(value: Any) -> str:

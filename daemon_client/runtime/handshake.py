@@ -7,8 +7,7 @@ authentication carriers of the upgrade request, and the mapping of close codes a
 
 from __future__ import annotations
 
-import attrs
-
+from daemon_client._values import Record
 from daemon_client.config import is_token_safe
 from daemon_client.errors import (
     AuthenticationError,
@@ -48,12 +47,18 @@ def auth_carriers(password: str | None, auth_header: str | None = None) -> tuple
     return {"Authorization": f"Bearer {password}"}, (f"paseo.bearer.{password}",)
 
 
-@attrs.frozen
-class Failure:
-    """Why a connection attempt or connection ended, and whether to stop reconnecting."""
+class Failure(Record):
+    """Why a connection attempt or connection ended, and whether to stop reconnecting (never
+    changed once built)."""
+
+    __slots__ = ("error", "terminal")
 
     error: DaemonClientError
-    terminal: bool = False
+    terminal: bool
+
+    def __init__(self, error: DaemonClientError, terminal: bool = False) -> None:
+        self.error = error
+        self.terminal = terminal
 
 
 def _auth_error(reason: str, password: str | None) -> AuthenticationError:

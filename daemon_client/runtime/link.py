@@ -20,8 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-import attrs
-
+from daemon_client._values import Record
 from daemon_client.errors import DaemonClientError
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import HelloRejected, ServerInfo
@@ -40,13 +39,22 @@ CLOSE_GRACE = 1.0
 """Seconds the writer gets to write a close frame before the socket is aborted anyway."""
 
 
-@attrs.frozen
-class Hooks:
-    """One observation family's connection hooks (see ``Connection.add_hooks``)."""
+class Hooks(Record):
+    """One observation family's connection hooks (see ``Connection.add_hooks``); never changed
+    once built."""
+
+    __slots__ = ("close", "disconnect", "restore")
 
     restore: RestoreHook
-    disconnect: DisconnectHook | None = None
-    close: CloseHook | None = None
+    disconnect: DisconnectHook | None
+    close: CloseHook | None
+
+    def __init__(
+        self, restore: RestoreHook, disconnect: DisconnectHook | None = None, close: CloseHook | None = None
+    ) -> None:
+        self.restore = restore
+        self.disconnect = disconnect
+        self.close = close
 
 
 class Socket:

@@ -1,42 +1,93 @@
 """``ConnectionOptions``: what the connection supervisor needs to open connections.
 
-Immutable; read by every thread of the connection.
+A plain slotted record (:mod:`daemon_client._values`), never changed once built; read by every
+thread of the connection.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import attrs
-
+from daemon_client._values import Record
 from daemon_client.config import Heartbeat, ReconnectPolicy
 from daemon_client.discovery import TargetSource
 from daemon_client.transport.base import Transport
 
+if TYPE_CHECKING:
+    import random
 
-@attrs.frozen
-class ConnectionOptions:
-    """What the supervisor needs to open connections."""
+
+class ConnectionOptions(Record):
+    """What the supervisor needs to open connections (the credentials never in the repr)."""
+
+    __slots__ = (
+        "app_version",
+        "auth_header",
+        "client_id",
+        "connect_timeout",
+        "heartbeat",
+        "insecure_refusal",
+        "max_frame_bytes",
+        "password",
+        "reconnect",
+        "rng",
+        "ssl_context",
+        "targets",
+        "thread_cpu",
+        "transport_factory",
+    )
+    _unshown = frozenset({"password", "auth_header"})
 
     targets: TargetSource
     """Where to connect; looked up again before every attempt when the daemon was discovered."""
     client_id: str
     app_version: str
-    password: str | None = attrs.field(repr=False)
+    password: str | None
     connect_timeout: float
     reconnect: ReconnectPolicy
     heartbeat: Heartbeat
     transport_factory: Callable[[], Transport]
-    ssl_context: Any = None
-    max_frame_bytes: int = 64 * 1024 * 1024
-    rng: random.Random | None = None
-    auth_header: str | None = attrs.field(default=None, repr=False)
-    insecure_refusal: str | None = None
+    ssl_context: Any
+    max_frame_bytes: int
+    rng: random.Random | None
+    auth_header: str | None
+    insecure_refusal: str | None
     """When set, every attempt fails with ``InsecureCredentials(insecure_refusal)`` before connecting."""
-    thread_cpu: int | None = None
+    thread_cpu: int | None
     """The CPU the reader and writer threads run on (see :mod:`daemon_client.runtime.affinity`)."""
+
+    def __init__(  # noqa: PLR0917 - every field may be passed by position
+        self,
+        targets: TargetSource,
+        client_id: str,
+        app_version: str,
+        password: str | None,
+        connect_timeout: float,
+        reconnect: ReconnectPolicy,
+        heartbeat: Heartbeat,
+        transport_factory: Callable[[], Transport],
+        ssl_context: Any = None,
+        max_frame_bytes: int = 64 * 1024 * 1024,
+        rng: random.Random | None = None,
+        auth_header: str | None = None,
+        insecure_refusal: str | None = None,
+        thread_cpu: int | None = None,
+    ) -> None:
+        self.targets = targets
+        self.client_id = client_id
+        self.app_version = app_version
+        self.password = password
+        self.connect_timeout = connect_timeout
+        self.reconnect = reconnect
+        self.heartbeat = heartbeat
+        self.transport_factory = transport_factory
+        self.ssl_context = ssl_context
+        self.max_frame_bytes = max_frame_bytes
+        self.rng = rng
+        self.auth_header = auth_header
+        self.insecure_refusal = insecure_refusal
+        self.thread_cpu = thread_cpu
 
     @property
     def write_stall_limit(self) -> float:

@@ -16,9 +16,10 @@ This module owns every rule of the upgrade, so that none is left to a library de
 * **Loopback**: which hosts count as this machine (``127.0.0.0/8``, ``::1``, ``localhost``),
   for the clear-text credential warning and the fake daemon's bind check.
 
-Pure functions and immutable values. The reader thread of a connection calls them while it
-opens the socket (:mod:`daemon_client.transport.upgrade`); ``Client``'s constructor calls
-:func:`parse_target` and :func:`credentials_in_clear` on the caller's thread.
+Pure functions and plain slotted values (:mod:`daemon_client._values`), never changed once
+built. The reader thread of a connection calls them while it opens the socket
+(:mod:`daemon_client.transport.upgrade`); ``Client``'s constructor calls :func:`parse_target`
+and :func:`credentials_in_clear` on the caller's thread.
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ import ssl
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
 
-import attrs
-
+from daemon_client._values import Record
 from daemon_client.transport.base import TransportError
 
 MAX_LINE_BYTES = 8 * 1024
@@ -61,23 +61,41 @@ class HandshakeRefused(TransportError):
     """The server's answer to the upgrade breaks the handshake policy (no connection)."""
 
 
-@attrs.frozen
-class HandshakeLimits:
-    """How large the server's answer to the upgrade may be."""
+class HandshakeLimits(Record):
+    """How large the server's answer to the upgrade may be (never changed once built)."""
 
-    max_line_bytes: int = MAX_LINE_BYTES
-    max_head_bytes: int = MAX_HEAD_BYTES
-    max_header_fields: int = MAX_HEADER_FIELDS
+    __slots__ = ("max_head_bytes", "max_header_fields", "max_line_bytes")
+
+    max_line_bytes: int
+    max_head_bytes: int
+    max_header_fields: int
+
+    def __init__(
+        self,
+        max_line_bytes: int = MAX_LINE_BYTES,
+        max_head_bytes: int = MAX_HEAD_BYTES,
+        max_header_fields: int = MAX_HEADER_FIELDS,
+    ) -> None:
+        self.max_line_bytes = max_line_bytes
+        self.max_head_bytes = max_head_bytes
+        self.max_header_fields = max_header_fields
 
 
-@attrs.frozen
-class Target:
-    """Where a ``ws://``/``wss://`` URL points."""
+class Target(Record):
+    """Where a ``ws://``/``wss://`` URL points (never changed once built)."""
+
+    __slots__ = ("host", "port", "resource", "scheme")
 
     scheme: str
     host: str
     port: int
     resource: str
+
+    def __init__(self, scheme: str, host: str, port: int, resource: str) -> None:
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.resource = resource
 
     @property
     def secure(self) -> bool:
@@ -170,13 +188,19 @@ def build_request(target: Target, key: str, headers: Mapping[str, str], subproto
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
 
 
-@attrs.frozen
-class Answer:
-    """The head of the server's answer to the upgrade."""
+class Answer(Record):
+    """The head of the server's answer to the upgrade (never changed once built)."""
+
+    __slots__ = ("headers", "reason", "status")
 
     status: int
     reason: str
     headers: tuple[tuple[str, str], ...]
+
+    def __init__(self, status: int, reason: str, headers: tuple[tuple[str, str], ...]) -> None:
+        self.status = status
+        self.reason = reason
+        self.headers = headers
 
     def get_all(self, name: str) -> list[str]:
         wanted = name.lower()

@@ -15,8 +15,7 @@ import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-import attrs
-
+from daemon_client._values import Record
 from daemon_client.transport.handshake_policy import (
     HandshakeLimits,
     HeadReader,
@@ -25,7 +24,6 @@ from daemon_client.transport.handshake_policy import (
     check_answer,
     new_key,
 )
-from daemon_client.transport.unix import open_unix_socket
 
 _READ_SIZE = 4096
 _SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)] + [
@@ -36,13 +34,20 @@ _SOCKET_OPTIONS = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCK
 """No Nagle delay; TCP keepalive probes after 30 s idle (the JSON heartbeat is the real liveness check)."""
 
 
-@attrs.frozen
-class Upgraded:
-    """An open WebSocket: its socket, the chosen subprotocol, and bytes read past the answer."""
+class Upgraded(Record):
+    """An open WebSocket: its socket, the chosen subprotocol, and bytes read past the answer
+    (never changed once built)."""
+
+    __slots__ = ("rest", "sock", "subprotocol")
 
     sock: socket.socket
     subprotocol: str | None
     rest: bytes
+
+    def __init__(self, sock: socket.socket, subprotocol: str | None, rest: bytes) -> None:
+        self.sock = sock
+        self.subprotocol = subprotocol
+        self.rest = rest
 
 
 class _Deadline:
@@ -76,6 +81,8 @@ def open_websocket(
     """
     deadline = _Deadline(timeout)
     if unix_path is not None:
+        from daemon_client.transport.unix import open_unix_socket  # only clients of a unix socket need it
+
         sock = open_unix_socket(unix_path, deadline.remaining())
         adopt(sock)
     else:

@@ -22,9 +22,8 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-import attrs
 
 from daemon_client.errors import PairingError
 from daemon_client.transport.base import (
@@ -101,7 +100,7 @@ class RelayTransport:
     def connect(self, params: ConnectParams) -> None:
         started = time.monotonic()
         try:  # the relay is untrusted: no password headers or subprotocols reach it
-            self._base.connect(attrs.evolve(params, headers={}, subprotocols=()))
+            self._base.connect(params.without_credentials())
         except TransportError as exc:
             if _http_status(exc) == 400:
                 raise TransportFailed(
@@ -186,6 +185,12 @@ class RelayTransport:
                 return
 
     # ------------------------------------------------------------------ frames
+    def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> None:
+        """The base socket's wait hooks (``WebSocketTransport.set_wait_hooks``), where it has them."""
+        set_hooks = getattr(self._base, "set_wait_hooks", None)
+        if set_hooks is not None:
+            set_hooks(before, after)
+
     def send_text(self, text: str) -> None:
         box = self._box
         if box is None:
