@@ -87,6 +87,8 @@ class Dispatcher:
         # Posted callables (admitted pushes as ``(fn, cost, first, second)``), taken in batches by the one consumer.
         self._items: list[object] = []  # guarded by _start_lock
         self._idle = False  # guarded by _start_lock: the consumer waits on _wake
+        self._burst: int | None = None  # the thread in a burst (begin_burst): its posts defer the wake-up
+        self._wake_due = False  # guarded by _start_lock: a wake-up deferred until end_burst()
         self._wake = threading.Lock()  # a binary semaphore: released once per wake-up of an idle consumer
         self._wake.acquire()
         self._local = threading.local()
@@ -145,11 +147,33 @@ class Dispatcher:
         self.posted += 1
         self._items.append(item)
         if self._idle:  # wake the consumer once; it takes everything queued by then
-            self._idle = False
-            self._wake.release()
+            if self._burst is not None and self._burst == threading.get_ident():
+                self._wake_due = True  # the burst's own posts: woken at end_burst()
+            else:
+                self._idle = False
+                self._wake.release()
         elif self._thread is None and self._executor != "manual":
             self._start_locked()
         return True
+
+    def begin_burst(self) -> None:
+        """The reader thread, with more received frames to handle at once: until
+        :meth:`end_burst`, its posts do not wake an idle consumer, so that the consumer does not
+        take the GIL frame by frame (each C call that releases it, a decryption for one, would
+        hand it over) but wakes once for the whole run. Posts from other threads wake it as
+        always, and it then takes the burst's items too. The caller ends every burst before it
+        waits for anything (a socket read that would block) and every few frames."""
+        self._burst = threading.get_ident()
+
+    def end_burst(self) -> None:
+        """End :meth:`begin_burst`: wake the consumer if the burst queued anything for it."""
+        with self._start_lock:
+            self._burst = None
+            if self._wake_due:
+                self._wake_due = False
+                if self._idle:
+                    self._idle = False
+                    self._wake.release()
 
     def _start_locked(self) -> None:
         """Under ``_start_lock``: start the dispatcher thread, on first use (a client never used
@@ -184,6 +208,7 @@ class Dispatcher:
                 items = self._items
                 if items:
                     self._items = []
+                    self._wake_due = False
                     return items
                 self._idle = True
             remaining = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())

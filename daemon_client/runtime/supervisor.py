@@ -49,7 +49,14 @@ from daemon_client.runtime.options import ConnectionOptions
 from daemon_client.runtime.requests import RequestTable, settle
 from daemon_client.runtime.writer import Writer
 from daemon_client.state import ConnectionState
-from daemon_client.transport.base import ConnectParams, FrameRejected, TransportClosed, TransportError, TransportFailed
+from daemon_client.transport.base import (
+    ConnectParams,
+    FrameRejected,
+    Transport,
+    TransportClosed,
+    TransportError,
+    TransportFailed,
+)
 
 HANDOFF_FRAMES = 128
 """In a burst, every this many frames the reader lets the callback thread run if as many
@@ -269,7 +276,19 @@ class Supervisor:
         return None
 
     def _read(self, sock: Socket, connected_at: list[float]) -> Failure:
-        transport, frame_log, dispatcher = sock.transport, self._frame_log, self._link.dispatcher
+        transport, dispatcher = sock.transport, self._link.dispatcher
+        set_hooks: Any = getattr(transport, "set_wait_hooks", None)
+        bursts = set_hooks is not None  # received frames handled in runs: one wake-up of the callbacks a run
+        if bursts:
+            set_hooks(dispatcher.end_burst, dispatcher.begin_burst)
+        try:
+            return self._read_frames(transport, sock, connected_at, bursts=bursts)
+        finally:
+            if bursts:
+                dispatcher.end_burst()
+
+    def _read_frames(self, transport: Transport, sock: Socket, connected_at: list[float], *, bursts: bool) -> Failure:
+        frame_log, dispatcher = self._frame_log, self._link.dispatcher
         binary_seen = False
         handled = 0
         tracing = frame_log.isEnabledFor(logging.DEBUG)  # looked at again every HANDOFF_FRAMES frames
@@ -308,8 +327,12 @@ class Supervisor:
             if handled >= HANDOFF_FRAMES:
                 handled = 0
                 tracing = frame_log.isEnabledFor(logging.DEBUG)
+                if bursts:
+                    dispatcher.end_burst()  # the callbacks of the run so far start now
                 if dispatcher.pending >= HANDOFF_FRAMES:
                     time.sleep(0)  # let the callback thread take the GIL: small batches stay in cache
+                if bursts:
+                    dispatcher.begin_burst()
 
     # ------------------------------------------------------------------ frames
     def _route_binary(self, data: bytes) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 
 from daemon_client.transport.base import FrameRejected, ProtocolViolation, TransportClosed
 
@@ -98,6 +99,9 @@ class FrameReader:
         self._fragment_opcode = 0
         self._fragment_size = 0
         self._skipping = False  # the fragmented message being received is over the limit
+        self.wait_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
+        """``(before, after)``: called around each socket read, ``before`` while the reader is
+        about to wait for bytes, ``after`` once some arrived (see ``Dispatcher.begin_burst``)."""
 
     def buffered(self) -> int:
         """Bytes received and not consumed yet."""
@@ -108,13 +112,18 @@ class FrameReader:
         if self._pos and self._pos >= len(self._buffer) // 2:
             del self._buffer[: self._pos]
             self._pos = 0
+        hooks = self.wait_hooks
         while len(self._buffer) - self._pos < need:
+            if hooks is not None:
+                hooks[0]()
             try:
                 chunk = self._sock.recv(max(READ_SIZE, min(need, 16 * READ_SIZE)))
             except OSError as exc:
                 raise TransportClosed(None, str(exc) or "connection dropped") from exc
             if not chunk:
                 raise TransportClosed(None, "connection dropped")
+            if hooks is not None:
+                hooks[1]()
             self._buffer += chunk
 
     def _take(self, count: int) -> bytes:

@@ -245,6 +245,12 @@ class WebSocketTransport:
                 if not sock.recv(65536):
                     break
 
+    def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> None:
+        """``before()`` runs on the reader thread each time ``recv`` is about to wait for bytes
+        from the socket, ``after()`` once they came (see :class:`FrameReader`)."""
+        if self._reader is not None:
+            self._reader.wait_hooks = (before, after)
+
     def has_buffered_data(self) -> bool:
         """True when more received bytes wait to be read (a burst is in progress)."""
         return self._reader is not None and self._reader.buffered() > 0

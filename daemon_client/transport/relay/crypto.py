@@ -133,7 +133,8 @@ class FrameBox:
             raise ValueError(f"a shared key has {KEY_BYTES} bytes")
         self._key = bytes(key)
         self._seal: Any = nacl.crypto_secretbox
-        self._open: Any = nacl.crypto_secretbox_open
+        # tag || ciphertext either way; the _easy form (PyNaCl 1.6) skips a copy and a padding step
+        self._open: Any = getattr(nacl, "crypto_secretbox_open_easy", None) or nacl.crypto_secretbox_open
 
     def __repr__(self) -> str:
         return "<FrameBox>"

@@ -1,0 +1,200 @@
+"""Bursts: frames received together are handled as one run, and the callback thread is woken
+once for the run instead of taking the GIL frame by frame; a run ends whenever the reader would
+wait for the socket, so nothing received waits for bytes that have not come."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+import daemon_client as dc
+from daemon_client.runtime.dispatch import Dispatcher
+from daemon_client.testing import RecordingHandler
+from daemon_client.transport.base import TransportClosed
+from daemon_client.transport.frames import OP_TEXT, FrameReader
+
+from ..raw_server import Peer, RawServers, ws_frame
+
+TIMEOUT = 10.0
+SERVER_INFO = b'{"type":"session","message":{"type":"status","payload":{"status":"server_info","serverId":"s"}}}'
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def raw_servers() -> Iterator[RawServers]:
+    servers = RawServers()
+    yield servers
+    servers.close()
+
+
+@pytest.fixture
+def idle_dispatcher() -> Iterator[Dispatcher]:
+    """A dispatcher whose thread ran one callback and waits for the next."""
+    dispatcher = Dispatcher()
+    started = threading.Event()
+    dispatcher.post(started.set)
+    assert started.wait(TIMEOUT)
+    _until(lambda: dispatcher._idle, "the dispatcher thread to wait")
+    yield dispatcher
+    dispatcher.stop()
+
+
+def test_posts_of_a_burst_wake_the_callback_thread_when_the_burst_ends(idle_dispatcher) -> None:
+    ran = threading.Event()
+    idle_dispatcher.begin_burst()
+    assert idle_dispatcher.post(ran.set)
+    assert idle_dispatcher.post(lambda: None)
+    assert idle_dispatcher._idle  # queued, the thread not woken
+    assert idle_dispatcher._wake_due
+    assert not ran.is_set()
+    idle_dispatcher.end_burst()
+    assert ran.wait(TIMEOUT)
+    assert not idle_dispatcher._wake_due
+
+
+def test_a_post_from_another_thread_during_a_burst_wakes_at_once(idle_dispatcher) -> None:
+    ran: list[str] = []
+    both = threading.Event()
+    idle_dispatcher.begin_burst()
+    idle_dispatcher.post(lambda: ran.append("burst"))
+    other = threading.Thread(target=lambda: idle_dispatcher.post(lambda: (ran.append("other"), both.set())))
+    other.start()
+    other.join(TIMEOUT)
+    assert both.wait(TIMEOUT)  # the burst has not ended: the other thread's post woke the callbacks
+    assert ran == ["burst", "other"]  # in posting order, the burst's item taken along
+    idle_dispatcher.end_burst()  # nothing due any more: no stray wake-up
+    assert not idle_dispatcher._wake_due
+
+
+def test_ending_a_burst_that_queued_nothing_wakes_nobody(idle_dispatcher) -> None:
+    idle_dispatcher.begin_burst()
+    idle_dispatcher.end_burst()
+    assert idle_dispatcher._idle  # still waiting: no wake-up was given
+    ran = threading.Event()
+    idle_dispatcher.post(ran.set)  # outside a burst: at once
+    assert ran.wait(TIMEOUT)
+
+
+def test_stop_during_a_burst_ends_the_callback_thread(idle_dispatcher) -> None:
+    ran = threading.Event()
+    idle_dispatcher.begin_burst()
+    idle_dispatcher.post(ran.set)
+    stopper = threading.Thread(target=idle_dispatcher.stop)  # close() from another thread
+    stopper.start()
+    stopper.join(TIMEOUT)
+    assert not stopper.is_alive()
+    assert ran.is_set()  # what was queued before the stop ran
+
+
+def test_the_frame_reader_calls_its_wait_hooks_around_each_socket_read() -> None:
+    left, right = socket.socketpair()
+    try:
+        calls: list[str] = []
+        reader = FrameReader(left, None)
+        reader.wait_hooks = (lambda: calls.append("before"), lambda: calls.append("after"))
+        right.sendall(ws_frame(b"one", OP_TEXT) + ws_frame(b"two", OP_TEXT))
+        assert reader.next_message() == (OP_TEXT, b"one")
+        assert calls == ["before", "after"]
+        assert reader.next_message() == (OP_TEXT, b"two")  # already buffered: no read, no hook
+        assert calls == ["before", "after"]
+        right.sendall(ws_frame(b"three", OP_TEXT))
+        assert reader.next_message() == (OP_TEXT, b"three")
+        assert calls == ["before", "after", "before", "after"]
+        right.close()
+        with pytest.raises(TransportClosed):
+            reader.next_message()
+        assert calls[-1] == "before"  # no "after" for a read that ended the stream
+    finally:
+        left.close()
+        right.close()
+
+
+def _push(number: int) -> bytes:
+    message = {"type": "session", "message": {"type": "bench_push", "payload": {"n": number}}}
+    return ws_frame(json.dumps(message).encode(), OP_TEXT)
+
+
+def test_pushes_before_an_incomplete_frame_reach_their_callbacks(raw_servers: RawServers) -> None:
+    """The daemon writes ten pushes and half of an eleventh, then stalls: the ten are delivered
+    while the reader waits for the rest."""
+    stall = threading.Event()
+
+    def script(peer: Peer) -> None:
+        peer.upgrade()
+        reader = peer.reader()
+        reader.next_message()  # the hello
+        burst = b"".join(_push(n) for n in range(10))
+        peer.send(ws_frame(SERVER_INFO, OP_TEXT) + burst + _push(10)[:12])  # one write: one read
+        stall.wait(TIMEOUT)
+
+    server = raw_servers(script)
+    client = dc.Client(server.url, heartbeat=dc.Heartbeat(enabled=False), reconnect=dc.ReconnectPolicy(enabled=False))
+    try:
+        heard: RecordingHandler[dc.SessionMessage] = RecordingHandler("pushes")
+        client.add_push_listener(heard, ["bench_push"])
+        client.connect(timeout=TIMEOUT)
+        heard.wait_for(10, timeout=TIMEOUT)
+        assert [message.payload["n"] for message in heard.items] == list(range(10))
+    finally:
+        stall.set()
+        client.close()
+
+
+def test_a_long_burst_reaches_the_callbacks_in_order(raw_servers: RawServers) -> None:
+    """More frames in one write than the reader handles before handing over (HANDOFF_FRAMES)."""
+    count = 1_000
+    done = threading.Event()
+
+    def script(peer: Peer) -> None:
+        peer.upgrade()
+        reader = peer.reader()
+        reader.next_message()
+        peer.send(ws_frame(SERVER_INFO, OP_TEXT) + b"".join(_push(n) for n in range(count)))
+        done.wait(TIMEOUT)
+
+    server = raw_servers(script)
+    client = dc.Client(server.url, heartbeat=dc.Heartbeat(enabled=False), reconnect=dc.ReconnectPolicy(enabled=False))
+    try:
+        heard: RecordingHandler[dc.SessionMessage] = RecordingHandler("pushes")
+        client.add_push_listener(heard, ["bench_push"])
+        client.connect(timeout=TIMEOUT)
+        heard.wait_for(count, timeout=TIMEOUT)
+        assert [message.payload["n"] for message in heard.items] == list(range(count))
+    finally:
+        done.set()
+        client.close()
+
+
+def test_a_relay_channel_hands_the_wait_hooks_to_its_socket() -> None:
+    pytest.importorskip("nacl")
+    from daemon_client.transport.relay.channel import RelayTransport
+    from daemon_client.transport.relay.crypto import KeyPair
+    from daemon_client.transport.relay.factory import RelayTransportFactory
+    from daemon_client.transport.websocket import WebSocketTransport
+
+    class Base(WebSocketTransport):
+        hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
+
+        def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> None:
+            self.hooks = (before, after)
+
+    base = Base()
+    daemon_key = KeyPair.generate().public_key
+    factory = RelayTransportFactory(lambda: base, daemon_key)
+    channel = RelayTransport(base, daemon_key, factory, factory._log)
+    before, after = (lambda: None), (lambda: None)
+    channel.set_wait_hooks(before, after)
+    assert base.hooks == (before, after)
+    plain = RelayTransport(object(), daemon_key, factory, factory._log)  # type: ignore[arg-type]
+    plain.set_wait_hooks(before, after)  # a socket without hooks: nothing to hand over
