@@ -22,6 +22,7 @@ from bench.wire import encode_frame
 from daemon_client.protocol.terminal_frames import OUTPUT, SNAPSHOT
 from daemon_client.protocol.terminals import parse_terminal_state
 from daemon_client.subscriptions import terminal_streams
+from daemon_client.subscriptions.terminal_output import DEFAULT_LIMIT
 from daemon_client.testing.fake.terminals.shell import ScriptedShell
 from daemon_client.transport.websocket import _frame
 
@@ -79,7 +80,7 @@ def _bare_output(url: str, frames: int) -> Rate:
         sock.close()
 
 
-def _client_output(url: str, frames: int) -> Rate:
+def _client_output(url: str, frames: int, buffer_limit: int = DEFAULT_LIMIT) -> Rate:
     done = threading.Event()
     seen = [0]  # characters (the output is ASCII: one per byte); frames behind each other come in one call
 
@@ -89,7 +90,7 @@ def _client_output(url: str, frames: int) -> Rate:
             done.set()
 
     with dc.connect(url, heartbeat=dc.Heartbeat(enabled=False)) as client:
-        stream = client.terminals.ref(TERMINAL_ID).stream(on_output=on_output)
+        stream = client.terminals.ref(TERMINAL_ID).stream(on_output=on_output, buffer_limit=buffer_limit)
         started, cpu_started = time.perf_counter(), time.process_time()
         client.request_async({"type": "blast"}, timeout=120)
         if not done.wait(300):
@@ -100,14 +101,18 @@ def _client_output(url: str, frames: int) -> Rate:
 
 
 def terminal_output_throughput(frames: int) -> Figure:
-    """Bytes/s of 1 KiB Output frames to an ``on_output`` callback vs the bare loop."""
+    """Bytes/s of 1 KiB Output frames to an ``on_output`` callback vs the bare loop; for
+    comparison (detail), the same stream keeping no output to pull (``buffer_limit=0``)."""
     # The stream also keeps what nobody pulls with output()/expect() (1,000,000 characters, the
     # oldest dropped): part of the client's cost, but its one warning would clutter the table.
     logging.getLogger("daemon_client.subscriptions.terminal_output").setLevel(logging.ERROR)
     server = _terminal_server(frames, ScriptedShell().snapshot())
     try:
-        bare, client = median_rates(
-            3, lambda: _bare_output(server.url, frames), lambda: _client_output(server.url, frames)
+        bare, client, unkept = median_rates(
+            3,
+            lambda: _bare_output(server.url, frames),
+            lambda: _client_output(server.url, frames),
+            lambda: _client_output(server.url, frames, buffer_limit=0),
         )
     finally:
         server.close()
@@ -115,6 +120,8 @@ def terminal_output_throughput(frames: int) -> Figure:
     return Figure("terminal output client/bare", ratio, "x", ">= 0.8", ratio >= 0.8,
                   {"client_mib_per_s": round(client.per_s / 2**20, 1), "bare_mib_per_s": round(bare.per_s / 2**20, 1),
                    "client_cpu_us_per_frame": round(client.cpu_us, 2), "bare_cpu_us_per_frame": round(bare.cpu_us, 2),
+                   "unkept_over_bare": round(unkept.per_s / bare.per_s, 3),
+                   "unkept_cpu_us_per_frame": round(unkept.cpu_us, 2),
                    "frames": frames, "frame_bytes": FRAME_BYTES})  # fmt: skip
 
 

@@ -168,6 +168,10 @@ class TerminalHandle:
         """Stream the terminal's output; returns once the daemon has started it (see
         :class:`~daemon_client.TerminalStream` for the callbacks, ``output()`` and ``expect()``).
 
+        ``buffer_limit``: characters of unread output kept for ``output()``/``expect()`` (the
+        oldest dropped beyond it, one WARNING); ``0`` keeps none, for a stream that only
+        ``on_output`` reads (``output()``/``expect()`` then raise ``ValueError``).
+
         Blocks up to ``timeout`` seconds (default 10). Raises ``RpcError`` when the daemon
         refuses (``"Terminal not found"``, no stream slot left) and ``RequestTimeout`` when no
         connection came up in time. The stream is restored after every reconnect by

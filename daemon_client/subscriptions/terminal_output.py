@@ -33,10 +33,14 @@ class OutputReader:
     """Output text received by one stream and not yet read; see the module docstring."""
 
     def __init__(self, name: str, limit: int = DEFAULT_LIMIT) -> None:
-        if limit < 1:
-            raise ValueError("the output buffer limit must be at least 1 character")
+        """``limit``: characters of unread output kept; ``0`` keeps none (a stream read only by
+        its ``on_output`` callback): :meth:`next_chunk` and :meth:`expect` then raise ``ValueError``."""
+        if type(limit) is not int or limit < 0:
+            raise ValueError("the output buffer limit must be a number of characters, 0 or more")
         self._name = name
         self._limit = limit
+        self.keeps = limit > 0
+        """False when nothing is kept (``limit`` 0): the reader thread need not push."""
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # pushes take the plain lock: cheaper to enter
         self._chunks: collections.deque[str] = collections.deque()
@@ -50,7 +54,7 @@ class OutputReader:
     # ------------------------------------------------------------------ reader thread
     def push(self, text: str) -> None:
         """Append received output (never blocks)."""
-        if not text:
+        if not text or not self.keeps:
             return
         with self._lock:
             if self._ended is not None:
@@ -97,6 +101,7 @@ class OutputReader:
     def next_chunk(self, timeout: float | None) -> str | None:
         """The next piece of unread output; ``None`` once the stream ended and everything was
         read, or when nothing arrived within ``timeout`` seconds (``None``: no limit)."""
+        self._check_keeps("output()")
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
             if self._pending:
@@ -117,8 +122,20 @@ class OutputReader:
                 finally:
                     self._waiting -= 1
 
+    def _check_keeps(self, what: str) -> None:
+        if not self.keeps:
+            raise ValueError(
+                f"{self._name}: {what} reads the output the stream keeps, and this stream keeps none "
+                "(buffer_limit=0); stream with a buffer_limit of 1 or more to pull output"
+            )
+
     def chunks(self, timeout: float | None) -> Iterator[str]:
-        """Iterate :meth:`next_chunk` until it returns ``None``."""
+        """Iterate :meth:`next_chunk` until it returns ``None`` (``ValueError`` at once when
+        nothing is kept)."""
+        self._check_keeps("output()")
+        return self._chunks_from(timeout)
+
+    def _chunks_from(self, timeout: float | None) -> Iterator[str]:
         while True:
             chunk = self.next_chunk(timeout)
             if chunk is None:
@@ -131,6 +148,7 @@ class OutputReader:
         before matching (the match is then on the cleaned text). Raises
         :class:`ExpectTimeout` after ``timeout`` seconds, or the stream's end reason once it
         ended with no match left in the unread output."""
+        self._check_keeps("expect()")
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:

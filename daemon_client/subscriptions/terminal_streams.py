@@ -82,8 +82,10 @@ class TerminalStream:
     subscribing, again after every re-establishment), ``on_exit()`` once when the terminal's
     process ends or the terminal is killed, ``on_error(exc)`` when a re-establishment fails or
     the client closes. :meth:`output` and :meth:`expect` pull the same output on the caller's
-    thread. Output produced while the connection is down is lost; the snapshot after the
-    reconnect shows the screen. Release with :meth:`release` (or as a context manager).
+    thread, from up to ``buffer_limit`` unread characters the stream keeps; with
+    ``buffer_limit=0`` it keeps none (less memory and work for a stream read only by
+    ``on_output``), and they raise ``ValueError``. Output produced while the connection is down
+    is lost; the snapshot after the reconnect shows the screen. Release with :meth:`release` (or as a context manager).
     """
 
     def __init__(
@@ -112,7 +114,7 @@ class TerminalStream:
         self._snapshot_memo: Memo[TerminalState] | None = None
         self._reader = OutputReader(f"terminal {terminal_id}", buffer_limit)
         self._batch_lock = threading.Lock()
-        self._batch: list[str] | None = None  # guarded by _batch_lock: output the queued job will deliver
+        self._batch: list[Any] | None = None  # guarded by _batch_lock: output the queued job will deliver
         self._batch_number = 0  # guarded by _batch_lock: the dispatcher's number for that job
 
     @property
@@ -122,7 +124,8 @@ class TerminalStream:
     @property
     def dropped(self) -> int:
         """Characters of output dropped because ``output()``/``expect()`` did not read them before
-        ``buffer_limit`` was reached (callbacks got them all)."""
+        ``buffer_limit`` was reached (callbacks got them all); always 0 with ``buffer_limit=0``,
+        which keeps nothing to pull."""
         return self._reader.dropped
 
     @property
@@ -178,10 +181,11 @@ class TerminalStream:
         return f"<TerminalStream {self.terminal_id} slot={self.slot} {self.state.value}>"
 
     # ------------------------------------------------------------------ callback-thread jobs
-    def _queue_output(self, text: str) -> None:
+    def _queue_output(self, text: str | bytes) -> None:
         """Reader thread: ``text`` joins the output job queued last, if nothing was queued
         after it (so order holds); else a new job is queued. One callback per run of frames
-        the callback thread had not reached yet."""
+        the callback thread had not reached yet. A stream that keeps no output queues the
+        frames' bytes, decoded on the callback thread, all of a run at once."""
         dispatcher = self._manager.dispatcher
         with self._batch_lock:
             batch = self._batch
@@ -192,11 +196,14 @@ class TerminalStream:
             number = dispatcher.post_numbered(functools.partial(self._deliver_batch, batch))
             self._batch, self._batch_number = (batch, number) if number else (None, 0)  # 0: stopped
 
-    def _deliver_batch(self, batch: list[str]) -> None:
+    def _deliver_batch(self, batch: list[Any]) -> None:
         with self._batch_lock:  # closed: later output goes to a new job
             if self._batch is batch:
                 self._batch = None
-        self._deliver_output(batch[0] if len(batch) == 1 else "".join(batch))
+        if type(batch[0]) is bytes:  # every item of one stream's batches has the same type
+            self._deliver_output(decode_output(b"".join(batch)))
+        else:
+            self._deliver_output(batch[0] if len(batch) == 1 else "".join(batch))
 
     def _deliver_output(self, text: str) -> None:
         if self._on_output is not None and self.state is not StreamState.RELEASED:
@@ -413,12 +420,17 @@ class TerminalStreamManager:
             feed = self._feeds.get(data[1])
             if feed is None:
                 return False
-            text = decode_output(data[2:])
             feed.output_since = True
+            text: str | None = None
             for stream in feed.streams:
-                stream._reader.push(text)
-                if stream._on_output is not None:
-                    stream._queue_output(text)
+                if stream._reader.keeps:
+                    if text is None:
+                        text = decode_output(data[2:])
+                    stream._reader.push(text)
+                    if stream._on_output is not None:
+                        stream._queue_output(text)
+                elif stream._on_output is not None:
+                    stream._queue_output(data[2:])  # decoded by the callback thread
             return True
         frame = decode_terminal_frame(data)
         if frame is None:

@@ -93,8 +93,20 @@ def test_the_buffer_keeps_the_newest_text() -> None:
     reader.push("abcde")
     assert reader.dropped == 5
     assert list(reader.chunks(0)) == ["56789", "abcde"]
-    with pytest.raises(ValueError, match="at least 1"):
-        OutputReader("t", limit=0)
+    with pytest.raises(ValueError, match="0 or more"):
+        OutputReader("t", limit=-1)
+
+
+def test_a_buffer_of_zero_keeps_nothing_and_says_so() -> None:
+    reader = OutputReader("terminal t", limit=0)
+    reader.push("lost to pulling, delivered to callbacks")
+    assert reader.dropped == 0
+    with pytest.raises(ValueError, match=r"terminal t: output\(\) .* keeps none"):
+        reader.chunks(0)
+    with pytest.raises(ValueError, match=r"expect\(\)"):
+        reader.expect("lost", 0, strip=False)
+    with pytest.raises(ValueError, match="buffer_limit=0"):
+        reader.next_chunk(0)
 
 
 def test_escape_helpers() -> None:

@@ -232,6 +232,35 @@ def test_the_output_buffer_is_bounded(connected: Connected, caplog) -> None:
     assert "unread output over 40 characters" in caplog.text
 
 
+def test_a_stream_may_keep_no_output_to_pull(connected: Connected, caplog) -> None:
+    """``buffer_limit=0``: every character reaches ``on_output``, nothing is kept (no drops, no
+    warning), and pulling says why it cannot."""
+    _, client = connected()
+    terminal = client.terminals.create(cwd=CWD)
+    everything = RecordingHandler[str]("everything")
+    stream = terminal.stream(on_output=everything, buffer_limit=0)
+    kept_text = RecordingHandler[str]("kept")
+    kept = terminal.stream(on_output=kept_text)  # a stream of the same terminal keeps its own
+    terminal.write("seq 200\r")
+    everything.wait_for(predicate=lambda chunk: "200\r\n" in "".join(everything.items))
+    assert kept.expect("200\r\n")
+    terminal.write("echo h\u00e9llo \u2713\r")  # decoded on the callback thread: multi-byte text too
+    everything.wait_for(predicate=lambda chunk: "h\u00e9llo \u2713\r\n" in "".join(everything.items))
+    assert kept.expect("h\u00e9llo \u2713\r\n")
+    client.flush_callbacks()
+    assert "".join(everything.items) == "".join(kept_text.items)
+    assert stream.dropped == 0
+    assert "unread output over" not in caplog.text
+    with pytest.raises(ValueError, match="keeps none"):
+        stream.expect("200")
+    with pytest.raises(ValueError, match="buffer_limit=0"):
+        stream.output(timeout=0)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="0 or more"):
+            terminal.stream(buffer_limit=bad)  # type: ignore[arg-type]
+    stream.release()
+
+
 def test_pulling_works_with_a_manual_executor(connected: Connected) -> None:
     _, client = connected(callback_executor="manual")
     terminal = client.terminals.create(cwd=CWD)
