@@ -1,11 +1,12 @@
 """A benchmark daemon behind a relay: plain sockets, pre-sealed and pre-encoded frames.
 
-It attaches to a :class:`~daemon_client.testing.FakeRelay` as a daemon does (a control socket,
-then the data socket of the client's connection), answers the end-to-end handshake, and then
-behaves like the stream benchmark's server: it acknowledges a timeline subscription, seals
+It attaches to a :class:`~bench.relay_forwarder.ForwardingRelay` as a daemon does (a control
+socket, then the data socket of the client's connection), answers the end-to-end handshake, and
+then behaves like the stream benchmark's server: it acknowledges a timeline subscription, seals
 ``count`` ``agent_stream`` frames for it under that socket's key, and writes them all on
-``blast``, so that what is measured is the relay hop and the client, not this server. Its frames are masked with
-an all-zero key (allowed by RFC 6455 for a client, and free to apply). Runs on one
+``blast``, so that what is measured is the relay hop and the client, not this server. The relay
+copies bytes without re-framing them, so this daemon writes the frames the client reads: server
+frames, unmasked (a relay that re-frames would send the client the same bytes). Runs on one
 ``bench-relay-daemon`` thread; ``close()`` joins it.
 """
 
@@ -16,29 +17,17 @@ import contextlib
 import json
 import os
 import socket
-import struct
 import sys
 import threading
 from typing import Any
 
-from bench.servers import stream_frame
-from bench.wire import SERVER_INFO, read_frame
+from bench.relay_forwarder import ForwardingRelay
+from bench.servers import reply, stream_frame
+from bench.wire import SERVER_INFO, encode_frame, read_frame
 from daemon_client.discovery import RelayTarget
 from daemon_client.transport.relay.crypto import FrameBox, KeyPair, shared_key
 
 SERVER_ID = "srv_bench"
-
-
-def _masked(payload: bytes, opcode: int = 0x1) -> bytes:
-    """A client frame (FIN, masked with the all-zero key, so the payload is unchanged)."""
-    length = len(payload)
-    if length < 126:
-        header = struct.pack("!BB", 0x80 | opcode, 0x80 | length)
-    elif length < 1 << 16:
-        header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, length)
-    else:
-        header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, length)
-    return header + b"\x00\x00\x00\x00" + payload
 
 
 def _unframed(frame: bytes) -> bytes:
@@ -104,16 +93,17 @@ class RelayBenchDaemon:
             _, hello = read_frame(sock, buffer)
             client_key = base64.b64decode(json.loads(hello)["key"])
             box = FrameBox(shared_key(client_key, self._keypair.secret_key))
-            sock.sendall(_masked(b'{"type":"e2ee_ready"}'))
+            sock.sendall(encode_frame(b'{"type":"e2ee_ready"}'))
 
             def send(payload: bytes) -> None:
-                sock.sendall(_masked(box.seal(payload).encode("ascii")))
+                sock.sendall(encode_frame(box.seal(payload).encode("ascii")))
 
             subscriptions: list[str] = []
             blob: bytes | None = None
             while True:
                 opcode, data = read_frame(sock, buffer)
                 if opcode == 0x8:
+                    sock.sendall(encode_frame(data[:2], 0x8))  # the closing handshake's answer
                     return
                 if data.startswith(b"{"):
                     continue  # a late e2ee_ready/e2ee_hello
@@ -128,15 +118,16 @@ class RelayBenchDaemon:
                     subscriptions.append(sid)
                     if blob is None:  # sealed for this socket's key now, before the client's clock starts
                         blob = b"".join(
-                            _masked(box.seal(_unframed(stream_frame(i, sid, "agent-0"))).encode("ascii"))
+                            encode_frame(box.seal(_unframed(stream_frame(i, sid, "agent-0"))).encode("ascii"))
                             for i in range(1, self._count + 1)
                         )
-                    body = {"requestId": message["requestId"], "agentIds": message["agentIds"], "subscriptionId": sid}
-                    reply = {"type": "session", "message": {"type": "agent.timeline.set_subscription.response",
-                                                            "payload": body}}  # fmt: skip
-                    send(json.dumps(reply).encode())
+                    body = {"agentIds": message["agentIds"], "subscriptionId": sid}
+                    send(_unframed(reply(message, body, "agent.timeline.set_subscription.response")))
                 elif message.get("type") == "blast" and blob is not None:
                     sock.sendall(blob)
+                elif message.get("type") == "subscription.release.request":  # else close() waits for it
+                    released = {"subscriptionId": message["subscriptionId"]}
+                    send(_unframed(reply(message, released, "subscription.release.response")))
 
     def close(self) -> None:
         for sock in list(self._sockets):
@@ -148,18 +139,19 @@ class RelayBenchDaemon:
 
 
 def serve(count: int) -> None:
-    """``python -m bench.relay_daemon COUNT``: a fake relay and this daemon behind it, in their own
+    """``python -m bench.relay_daemon COUNT``: a relay and this daemon behind it, in their own
     process (so that they do not share the client's GIL); prints the offer link, stops at EOF."""
-    from daemon_client.testing import FakeRelay
-
-    with FakeRelay(record=False) as relay:
-        daemon = RelayBenchDaemon(relay.start(), count)
+    relay = ForwardingRelay()
+    try:
+        daemon = RelayBenchDaemon(relay.endpoint, count)
         try:
-            relay.wait_for_daemon(SERVER_ID)
+            relay.wait_for_daemon()
             print(daemon.target.offer_link(), flush=True)
             sys.stdin.read()
         finally:
             daemon.close()
+    finally:
+        relay.close()
 
 
 if __name__ == "__main__":

@@ -58,8 +58,8 @@ def read_frame(sock: socket.socket, buffer: bytearray) -> tuple[int, bytes]:
     return first & 0x0F, data
 
 
-def accept_upgrade(sock: socket.socket, buffer: bytearray) -> None:
-    """Answer the HTTP upgrade request with 101."""
+def accept_upgrade(sock: socket.socket, buffer: bytearray) -> str:
+    """Answer the HTTP upgrade request with 101; returns the request's target (path and query)."""
     while b"\r\n\r\n" not in buffer:
         chunk = sock.recv(65536)
         if not chunk:
@@ -77,6 +77,8 @@ def accept_upgrade(sock: socket.socket, buffer: bytearray) -> None:
         b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n"
     )
+    request_line = head.split(b"\r\n", 1)[0].split(b" ")
+    return request_line[1].decode("latin-1") if len(request_line) > 1 else ""
 
 
 SERVER_INFO = text_frame(
