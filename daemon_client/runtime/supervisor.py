@@ -278,9 +278,9 @@ class Supervisor:
     def _read(self, sock: Socket, connected_at: list[float]) -> Failure:
         transport, dispatcher = sock.transport, self._link.dispatcher
         set_hooks: Any = getattr(transport, "set_wait_hooks", None)
-        bursts = set_hooks is not None  # received frames handled in runs: one wake-up of the callbacks a run
-        if bursts:
-            set_hooks(dispatcher.end_burst, dispatcher.begin_burst)
+        # Received frames handled in runs, one wake-up of the callbacks a run, only where the
+        # transport says before each wait for the socket (it answers True once it will).
+        bursts = set_hooks is not None and set_hooks(dispatcher.end_burst, dispatcher.begin_burst) is True
         try:
             return self._read_frames(transport, sock, connected_at, bursts=bursts)
         finally:

@@ -245,11 +245,14 @@ class WebSocketTransport:
                 if not sock.recv(65536):
                     break
 
-    def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> None:
+    def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> bool:
         """``before()`` runs on the reader thread each time ``recv`` is about to wait for bytes
-        from the socket, ``after()`` once they came (see :class:`FrameReader`)."""
-        if self._reader is not None:
-            self._reader.wait_hooks = (before, after)
+        from the socket, ``after()`` once they came (see :class:`FrameReader`). False (nothing
+        installed) before the transport is connected."""
+        if self._reader is None:
+            return False
+        self._reader.wait_hooks = (before, after)
+        return True
 
     def has_buffered_data(self) -> bool:
         """True when more received bytes wait to be read (a burst is in progress)."""

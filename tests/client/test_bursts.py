@@ -186,15 +186,52 @@ def test_a_relay_channel_hands_the_wait_hooks_to_its_socket() -> None:
     class Base(WebSocketTransport):
         hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
 
-        def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> None:
+        def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> bool:
             self.hooks = (before, after)
+            return True
 
     base = Base()
     daemon_key = KeyPair.generate().public_key
     factory = RelayTransportFactory(lambda: base, daemon_key)
     channel = RelayTransport(base, daemon_key, factory, factory._log)
     before, after = (lambda: None), (lambda: None)
-    channel.set_wait_hooks(before, after)
+    assert channel.set_wait_hooks(before, after)
     assert base.hooks == (before, after)
     plain = RelayTransport(object(), daemon_key, factory, factory._log)  # type: ignore[arg-type]
-    plain.set_wait_hooks(before, after)  # a socket without hooks: nothing to hand over
+    assert not plain.set_wait_hooks(before, after)  # a socket without hooks: nothing installed
+    assert not WebSocketTransport().set_wait_hooks(before, after)  # not connected: nothing to install on
+
+
+def test_a_transport_whose_hooks_are_not_installed_is_read_frame_by_frame(raw_servers: RawServers) -> None:
+    """A transport with a ``set_wait_hooks`` that installs nothing (a custom one, or one not
+    connected) gets no bursts: a push is delivered at once even after many frames."""
+    from daemon_client.transport.websocket import WebSocketTransport
+
+    class NoHooks(WebSocketTransport):
+        def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> bool:
+            return False
+
+    stall = threading.Event()
+
+    def script(peer: Peer) -> None:
+        peer.upgrade()
+        reader = peer.reader()
+        reader.next_message()
+        peer.send(ws_frame(SERVER_INFO, OP_TEXT) + b"".join(_push(n) for n in range(300)))  # past HANDOFF_FRAMES
+        stall.wait(TIMEOUT)
+
+    server = raw_servers(script)
+    client = dc.Client(
+        server.url,
+        heartbeat=dc.Heartbeat(enabled=False),
+        reconnect=dc.ReconnectPolicy(enabled=False),
+        transport_factory=NoHooks,
+    )
+    try:
+        heard: RecordingHandler[dc.SessionMessage] = RecordingHandler("pushes")
+        client.add_push_listener(heard, ["bench_push"])
+        client.connect(timeout=TIMEOUT)
+        heard.wait_for(300, timeout=TIMEOUT)  # the last ones too, while the reader waits
+    finally:
+        stall.set()
+        client.close()

@@ -185,11 +185,11 @@ class RelayTransport:
                 return
 
     # ------------------------------------------------------------------ frames
-    def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> None:
-        """The base socket's wait hooks (``WebSocketTransport.set_wait_hooks``), where it has them."""
+    def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> bool:
+        """The base socket's wait hooks (``WebSocketTransport.set_wait_hooks``): False when it
+        has none (nothing installed)."""
         set_hooks = getattr(self._base, "set_wait_hooks", None)
-        if set_hooks is not None:
-            set_hooks(before, after)
+        return set_hooks is not None and set_hooks(before, after) is True
 
     def send_text(self, text: str) -> None:
         box = self._box
