@@ -284,24 +284,27 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
 
 
 def request_latency(count: int) -> Figure:
+    """Echo requests, raw websocket-client against the client, taking turns in rounds of 100
+    (each on its own open connection) so that a change of the machine's load affects both."""
     server = _timeline_server(0)
+    raw: list[float] = []
+    client_samples: list[float] = []
     try:
         ws = websocket.create_connection(server.url, skip_utf8_validation=True)
         ws.send('{"type":"hello"}')
         ws.recv()
-        raw: list[float] = []
-        for n in range(count):
-            started = time.perf_counter()
-            ws.send(json.dumps({"type": "session", "message": {"type": "echo_request", "requestId": f"r{n}"}}))
-            json.loads(ws.recv())
-            raw.append(time.perf_counter() - started)
-        ws.close()
-        client_samples: list[float] = []
         with dc.connect(server.url, heartbeat=dc.Heartbeat(enabled=False)) as client:
-            for _ in range(count):
-                started = time.perf_counter()
-                client.request({"type": "echo_request"})
-                client_samples.append(time.perf_counter() - started)
+            for start in range(0, count, 100):
+                for n in range(start, min(count, start + 100)):
+                    started = time.perf_counter()
+                    ws.send(json.dumps({"type": "session", "message": {"type": "echo_request", "requestId": f"r{n}"}}))
+                    json.loads(ws.recv())
+                    raw.append(time.perf_counter() - started)
+                for _ in range(start, min(count, start + 100)):
+                    started = time.perf_counter()
+                    client.request({"type": "echo_request"})
+                    client_samples.append(time.perf_counter() - started)
+        ws.close()
     finally:
         server.close()
     raw50, raw99 = _percentiles(raw)

@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit
 
+from bench.servers import accept_connections
 from bench.wire import accept_upgrade, text_frame
 
 _CHUNK = 256 * 1024
@@ -73,14 +74,11 @@ class ForwardingRelay:
             raise TimeoutError(f"no daemon attached to the relay within {timeout:g} s")
 
     def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._sockets.append(sock)
-            self._start(self._attach, "bench-relay-conn", sock)
+        accept_connections(self._listener, self._accepted)
+
+    def _accepted(self, sock: socket.socket) -> None:
+        self._sockets.append(sock)
+        self._start(self._attach, "bench-relay-conn", sock)
 
     def _attach(self, sock: socket.socket) -> None:
         buffer = bytearray()

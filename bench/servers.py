@@ -33,6 +33,20 @@ def stream_frame(seq: int, subscription_id: str | None, agent_id: str = AGENT_ID
     return text_frame({"type": "session", "message": {"type": "agent_stream", "payload": payload}})
 
 
+def accept_connections(
+    listener: socket.socket, start: Callable[[socket.socket], None], stopped: threading.Event | None = None
+) -> None:
+    """Accept until the listener is closed (or ``stopped`` is set); each socket, with
+    ``TCP_NODELAY``, goes to ``start``."""
+    while stopped is None or not stopped.is_set():
+        try:
+            sock, _ = listener.accept()
+        except OSError:
+            return
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        start(sock)
+
+
 Handler = Callable[[socket.socket, bytearray, dict[str, Any]], bool]
 """Called for each JSON frame a client sends after the handshake; False ends the connection."""
 
@@ -68,16 +82,13 @@ class LoopbackServer:
         return accepting_at
 
     def _accept(self) -> None:
-        while not self._stopped.is_set():
-            try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._sockets.append(sock)
-            thread = threading.Thread(target=self._serve, args=(sock,), name="bench-conn", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        accept_connections(self._listener, self._start_serving, self._stopped)
+
+    def _start_serving(self, sock: socket.socket) -> None:
+        self._sockets.append(sock)
+        thread = threading.Thread(target=self._serve, args=(sock,), name="bench-conn", daemon=True)
+        self._threads.append(thread)
+        thread.start()
 
     def _serve(self, sock: socket.socket) -> None:
         buffer = bytearray()

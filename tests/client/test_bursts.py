@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -125,55 +126,43 @@ def _push(number: int) -> bytes:
     return ws_frame(json.dumps(message).encode(), OP_TEXT)
 
 
-def test_pushes_before_an_incomplete_frame_reach_their_callbacks(raw_servers: RawServers) -> None:
-    """The daemon writes ten pushes and half of an eleventh, then stalls: the ten are delivered
-    while the reader waits for the rest."""
+def _pushes_heard(raw_servers: RawServers, sent: bytes, expected: int, **options: Any) -> list[int]:
+    """A daemon that answers the hello with ``server_info`` and ``sent`` in one write, then
+    stalls (the connection stays open): the numbers of the first ``expected`` pushes a client
+    with ``options`` delivers to a push listener (``AssertionError`` if they do not come)."""
     stall = threading.Event()
 
     def script(peer: Peer) -> None:
         peer.upgrade()
-        reader = peer.reader()
-        reader.next_message()  # the hello
-        burst = b"".join(_push(n) for n in range(10))
-        peer.send(ws_frame(SERVER_INFO, OP_TEXT) + burst + _push(10)[:12])  # one write: one read
+        peer.reader().next_message()  # the hello
+        peer.send(ws_frame(SERVER_INFO, OP_TEXT) + sent)  # one write: read at once
         stall.wait(TIMEOUT)
 
     server = raw_servers(script)
-    client = dc.Client(server.url, heartbeat=dc.Heartbeat(enabled=False), reconnect=dc.ReconnectPolicy(enabled=False))
+    off = {"heartbeat": dc.Heartbeat(enabled=False), "reconnect": dc.ReconnectPolicy(enabled=False)}
+    client = dc.Client(server.url, **off, **options)
     try:
         heard: RecordingHandler[dc.SessionMessage] = RecordingHandler("pushes")
         client.add_push_listener(heard, ["bench_push"])
         client.connect(timeout=TIMEOUT)
-        heard.wait_for(10, timeout=TIMEOUT)
-        assert [message.payload["n"] for message in heard.items] == list(range(10))
+        heard.wait_for(expected, timeout=TIMEOUT)
+        return [message.payload["n"] for message in heard.items]
     finally:
         stall.set()
         client.close()
 
 
+def test_pushes_before_an_incomplete_frame_reach_their_callbacks(raw_servers: RawServers) -> None:
+    """Ten pushes and half of an eleventh, then a stall: the ten are delivered while the
+    reader waits for the rest."""
+    sent = b"".join(_push(n) for n in range(10)) + _push(10)[:12]
+    assert _pushes_heard(raw_servers, sent, 10) == list(range(10))
+
+
 def test_a_long_burst_reaches_the_callbacks_in_order(raw_servers: RawServers) -> None:
     """More frames in one write than the reader handles before handing over (HANDOFF_FRAMES)."""
-    count = 1_000
-    done = threading.Event()
-
-    def script(peer: Peer) -> None:
-        peer.upgrade()
-        reader = peer.reader()
-        reader.next_message()
-        peer.send(ws_frame(SERVER_INFO, OP_TEXT) + b"".join(_push(n) for n in range(count)))
-        done.wait(TIMEOUT)
-
-    server = raw_servers(script)
-    client = dc.Client(server.url, heartbeat=dc.Heartbeat(enabled=False), reconnect=dc.ReconnectPolicy(enabled=False))
-    try:
-        heard: RecordingHandler[dc.SessionMessage] = RecordingHandler("pushes")
-        client.add_push_listener(heard, ["bench_push"])
-        client.connect(timeout=TIMEOUT)
-        heard.wait_for(count, timeout=TIMEOUT)
-        assert [message.payload["n"] for message in heard.items] == list(range(count))
-    finally:
-        done.set()
-        client.close()
+    sent = b"".join(_push(n) for n in range(1_000))
+    assert _pushes_heard(raw_servers, sent, 1_000) == list(range(1_000))
 
 
 def test_a_relay_channel_hands_the_wait_hooks_to_its_socket() -> None:
@@ -204,34 +193,13 @@ def test_a_relay_channel_hands_the_wait_hooks_to_its_socket() -> None:
 
 def test_a_transport_whose_hooks_are_not_installed_is_read_frame_by_frame(raw_servers: RawServers) -> None:
     """A transport with a ``set_wait_hooks`` that installs nothing (a custom one, or one not
-    connected) gets no bursts: a push is delivered at once even after many frames."""
+    connected) gets no bursts: every push is delivered while the reader waits, even past
+    HANDOFF_FRAMES frames."""
     from daemon_client.transport.websocket import WebSocketTransport
 
     class NoHooks(WebSocketTransport):
         def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> bool:
             return False
 
-    stall = threading.Event()
-
-    def script(peer: Peer) -> None:
-        peer.upgrade()
-        reader = peer.reader()
-        reader.next_message()
-        peer.send(ws_frame(SERVER_INFO, OP_TEXT) + b"".join(_push(n) for n in range(300)))  # past HANDOFF_FRAMES
-        stall.wait(TIMEOUT)
-
-    server = raw_servers(script)
-    client = dc.Client(
-        server.url,
-        heartbeat=dc.Heartbeat(enabled=False),
-        reconnect=dc.ReconnectPolicy(enabled=False),
-        transport_factory=NoHooks,
-    )
-    try:
-        heard: RecordingHandler[dc.SessionMessage] = RecordingHandler("pushes")
-        client.add_push_listener(heard, ["bench_push"])
-        client.connect(timeout=TIMEOUT)
-        heard.wait_for(300, timeout=TIMEOUT)  # the last ones too, while the reader waits
-    finally:
-        stall.set()
-        client.close()
+    sent = b"".join(_push(n) for n in range(300))
+    assert _pushes_heard(raw_servers, sent, 300, transport_factory=NoHooks) == list(range(300))
