@@ -280,7 +280,11 @@ class Supervisor:
         set_hooks: Any = getattr(transport, "set_wait_hooks", None)
         # Received frames handled in runs, one wake-up of the callbacks a run, only where the
         # transport says before each wait for the socket (it answers True once it will).
-        bursts = set_hooks is not None and set_hooks(dispatcher.end_burst, dispatcher.begin_burst) is True
+        try:
+            bursts = set_hooks is not None and set_hooks(dispatcher.end_burst, dispatcher.begin_burst) is True
+        except Exception:  # noqa: BLE001 - a custom transport's defect: read frame by frame
+            self._log.exception("%s: the transport's set_wait_hooks failed; reading frame by frame", self._link.name)
+            bursts = False
         try:
             return self._read_frames(transport, sock, connected_at, bursts=bursts)
         finally:

@@ -203,3 +203,15 @@ def test_a_transport_whose_hooks_are_not_installed_is_read_frame_by_frame(raw_se
 
     sent = b"".join(_push(n) for n in range(300))
     assert _pushes_heard(raw_servers, sent, 300, transport_factory=NoHooks) == list(range(300))
+
+
+def test_a_transport_whose_hooks_fail_is_read_frame_by_frame(raw_servers: RawServers, caplog) -> None:
+    from daemon_client.transport.websocket import WebSocketTransport
+
+    class BrokenHooks(WebSocketTransport):
+        def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> bool:
+            raise RuntimeError("broken")
+
+    sent = b"".join(_push(n) for n in range(300))
+    assert _pushes_heard(raw_servers, sent, 300, transport_factory=BrokenHooks) == list(range(300))
+    assert "set_wait_hooks failed; reading frame by frame" in caplog.text
