@@ -12,7 +12,9 @@ without generating code and without touching construction:
 * :class:`Value`: also attrs equality (same class, all fields equal) and a hash of the fields;
 * :class:`FrozenValue`: also refuses attribute assignment once built (its ``__init__`` sets the
   fields with ``object.__setattr__``), raising ``attrs.exceptions.FrozenInstanceError`` as a
-  frozen attrs class does. For records that leave the client's own code; not for hot paths.
+  frozen attrs class does, and is copied and pickled through its ``__init__`` (which must take
+  the fields in declaration order). For records that leave the client's own code; not for hot
+  paths.
 
 A record derives from one of these mixins only (not from another record). Defining one whose
 annotations and ``__slots__`` differ raises ``TypeError``. Pure code; any thread.
@@ -74,6 +76,11 @@ class FrozenValue(Value):
 
     def __setattr__(self, name: str, value: object) -> None:
         raise FrozenInstanceError
+
+    def __reduce__(self) -> tuple[type[FrozenValue], tuple[object, ...]]:
+        """Copied and pickled through ``__init__``, which takes the fields in declaration order
+        (the default would set the slots one by one, which a frozen record refuses)."""
+        return self.__class__, self._values()
 
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError

@@ -4,7 +4,9 @@ leaves the client's code, and the modules a plain client never imports."""
 
 from __future__ import annotations
 
+import copy
 import os
+import pickle
 import subprocess
 import sys
 
@@ -52,6 +54,13 @@ def test_frozen_values_refuse_assignment_as_frozen_attrs_classes_do() -> None:
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         del params.url  # type: ignore[misc]
     assert (params.url, params.timeout, params.headers) == ("ws://h/ws", 5, {})
+
+
+def test_frozen_values_copy_and_pickle_as_frozen_attrs_classes_do() -> None:
+    params = ConnectParams("ws://h/ws", 5, {"Authorization": "x"}, ("p",), None, 4096, "/run/d.sock")
+    assert copy.copy(params) == params
+    assert copy.deepcopy(params) == params
+    assert pickle.loads(pickle.dumps(params)) == params
 
 
 def test_connect_params_without_credentials_keep_everything_else() -> None:
