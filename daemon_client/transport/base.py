@@ -13,7 +13,8 @@ import ssl
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from daemon_client._values import FrozenValue
+import attrs
+
 from daemon_client.errors import DaemonClientError
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -69,53 +70,23 @@ class FrameRejected(TransportError):
         self.data = data
 
 
-class ConnectParams(FrozenValue):
-    """Everything a transport needs to open one connection (immutable; compared by value)."""
-
-    __slots__ = ("headers", "max_frame_bytes", "ssl_context", "subprotocols", "timeout", "unix_socket", "url")
-    _unshown = frozenset({"headers", "subprotocols"})  # they may carry credentials
+@attrs.frozen
+class ConnectParams:
+    """Everything a transport needs to open one connection (public: every custom transport's
+    ``connect`` gets one, and may derive another with ``attrs.evolve``)."""
 
     url: str
     timeout: float
-    headers: Mapping[str, str]
-    """Extra upgrade headers (may carry credentials: never in the repr)."""
-    subprotocols: Sequence[str]
-    """The subprotocols offered (may carry credentials: never in the repr)."""
-    ssl_context: ssl.SSLContext | None
-    max_frame_bytes: int
-    unix_socket: str | None
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)  # may carry credentials
+    subprotocols: Sequence[str] = attrs.field(default=(), repr=False)
+    ssl_context: ssl.SSLContext | None = None
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    unix_socket: str | None = None
     """Open this unix socket and upgrade ``url`` over it, instead of dialling ``url``'s host."""
-
-    def __init__(  # noqa: PLR0917 - every field may be passed by position
-        self,
-        url: str,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-        subprotocols: Sequence[str] = (),
-        ssl_context: ssl.SSLContext | None = None,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-        unix_socket: str | None = None,
-    ) -> None:
-        put = object.__setattr__
-        put(self, "url", url)
-        put(self, "timeout", timeout)
-        put(self, "headers", {} if headers is None else headers)
-        put(self, "subprotocols", subprotocols)
-        put(self, "ssl_context", ssl_context)
-        put(self, "max_frame_bytes", max_frame_bytes)
-        put(self, "unix_socket", unix_socket)
 
     def without_credentials(self) -> ConnectParams:
         """These parameters with no extra headers and no subprotocols (for an untrusted hop)."""
-        return ConnectParams(
-            self.url,
-            self.timeout,
-            {},
-            (),
-            ssl_context=self.ssl_context,
-            max_frame_bytes=self.max_frame_bytes,
-            unix_socket=self.unix_socket,
-        )
+        return attrs.evolve(self, headers={}, subprotocols=())
 
 
 class Transport(Protocol):

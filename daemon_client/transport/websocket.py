@@ -234,6 +234,7 @@ class WebSocketTransport:
         sock = self._sock
         if sock is None:
             return
+        self._about_to_wait()  # the writes and the linger below wait on the network
         with contextlib.suppress(OSError, TransportError):
             sock.settimeout(_LINGER_SECONDS)  # a peer that does not read cannot hold the reader
             self._send(_frame(close_payload(violation.code, str(violation)), OP_CLOSE), closing=True)
@@ -244,6 +245,14 @@ class WebSocketTransport:
                 sock.settimeout(left)
                 if not sock.recv(65536):
                     break
+
+    def _about_to_wait(self) -> None:
+        """Reader thread, about to wait on the socket outside the frame reader: the ``before``
+        wait hook runs first, as before any read (what the reader queued is not held back)."""
+        reader = self._reader
+        hooks = reader.wait_hooks if reader is not None else None
+        if hooks is not None:
+            hooks[0]()
 
     def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> bool:
         """``before()`` runs on the reader thread each time ``recv`` is about to wait for bytes

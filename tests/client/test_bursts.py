@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 import daemon_client as dc
+import daemon_client.transport.websocket as websocket_module
 from daemon_client.runtime.dispatch import Dispatcher
 from daemon_client.testing import RecordingHandler
-from daemon_client.transport.base import TransportClosed
+from daemon_client.transport.base import TransportClosed, TransportError
 from daemon_client.transport.frames import OP_TEXT, FrameReader
 
 from ..raw_server import Peer, RawServers, ws_frame
@@ -215,3 +216,74 @@ def test_a_transport_whose_hooks_fail_is_read_frame_by_frame(raw_servers: RawSer
     sent = b"".join(_push(n) for n in range(300))
     assert _pushes_heard(raw_servers, sent, 300, transport_factory=BrokenHooks) == list(range(300))
     assert "set_wait_hooks failed; reading frame by frame" in caplog.text
+
+
+def test_pushes_received_before_a_protocol_violation_do_not_wait_for_the_peer_to_close(
+    raw_servers: RawServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three pushes and then a frame with a reserved bit set, in one write. The reader handles
+    the pushes inside a burst, then fails the connection: it sends a close frame and lingers
+    until the peer closes (``_LINGER_SECONDS``, made long here, as for a peer slow to close).
+    The burst ends before that wait: the three are delivered while the peer stays open."""
+    monkeypatch.setattr(websocket_module, "_LINGER_SECONDS", 60.0)
+    go = threading.Event()
+    release = threading.Event()
+
+    def script(peer: Peer) -> None:
+        peer.upgrade()
+        peer.reader().next_message()  # the hello
+        peer.send(ws_frame(SERVER_INFO, OP_TEXT))
+        go.wait(TIMEOUT)
+        bad = ws_frame(b"x", OP_TEXT, rsv=4)  # RSV1 set: a protocol violation
+        peer.send(b"".join(_push(n) for n in range(3)) + bad)  # one write: read at once
+        release.wait(2 * TIMEOUT)  # the peer does not close yet
+
+    server = raw_servers(script)
+    off = {"heartbeat": dc.Heartbeat(enabled=False), "reconnect": dc.ReconnectPolicy(enabled=False)}
+    client = dc.Client(server.url, **off)
+    try:
+        heard: RecordingHandler[dc.SessionMessage] = RecordingHandler("pushes")
+        client.add_push_listener(heard, ["bench_push"])
+        client.connect(timeout=TIMEOUT)
+        assert client.flush_callbacks(TIMEOUT)
+        dispatcher = client._dispatcher
+        _until(lambda: dispatcher._idle, "the callback thread to wait")
+        go.set()
+        heard.wait_for(3, timeout=TIMEOUT)
+        assert [m.payload["n"] for m in heard.items] == [0, 1, 2]
+    finally:
+        release.set()
+        client.close()
+
+
+def test_a_relay_frame_that_breaks_the_channel_ends_the_burst_before_closing() -> None:
+    """The relay channel closes its socket on the reader thread after a plaintext frame (a write
+    that may wait): the reader's wait hook runs first."""
+    pytest.importorskip("nacl")
+    from daemon_client.transport.relay.channel import RelayTransport
+    from daemon_client.transport.relay.crypto import FrameBox, KeyPair
+    from daemon_client.transport.relay.factory import RelayTransportFactory
+
+    calls: list[str] = []
+
+    class Base:
+        def set_wait_hooks(self, before: Callable[[], None], after: Callable[[], None]) -> bool:
+            return True
+
+        def recv(self) -> str:
+            return '{"type":"session","message":{"type":"plain"}}'
+
+        def close(self, code: int = 1000, reason: str = "") -> None:
+            calls.append(f"close {code}")
+
+        def abort(self) -> None:
+            calls.append("abort")
+
+    daemon_key = KeyPair.generate().public_key
+    factory = RelayTransportFactory(Base, daemon_key)  # type: ignore[arg-type]
+    channel = RelayTransport(Base(), daemon_key, factory, factory._log)  # type: ignore[arg-type]
+    channel._box = FrameBox(bytes(32))  # the end-to-end handshake done
+    assert channel.set_wait_hooks(lambda: calls.append("before"), lambda: None)
+    with pytest.raises(TransportError, match="plaintext"):
+        channel.recv()
+    assert calls == ["before", "close 1011", "abort"]

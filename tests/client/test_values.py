@@ -1,73 +1,40 @@
 """The internal records without attrs (:mod:`daemon_client._values`): attrs-style reprs that
-hide credentials, attrs equality and hashing where the record is compared, immutability where it
-leaves the client's code, and the modules a plain client never imports."""
+hide credentials, a definition that keeps annotations and slots together, ``ConnectParams``
+still an attrs class for custom transports, and the modules a plain client never imports."""
 
 from __future__ import annotations
 
-import copy
 import os
-import pickle
 import subprocess
 import sys
 
 import attrs
 import pytest
 
-from daemon_client._values import FrozenValue, Record, Value
+import daemon_client as dc
+from daemon_client._values import Record
 from daemon_client.protocol.replies import ReplyMatcher
+from daemon_client.runtime.options import ConnectionOptions
 from daemon_client.transport.base import ConnectParams
 
 
-class _Pair(Value):
-    __slots__ = ("left", "right")
-
-    left: int
-    right: object
-
-    def __init__(self, left: int, right: object = None) -> None:
-        self.left = left
-        self.right = right
-
-
 def test_a_record_reprs_its_fields_in_declaration_order_without_the_hidden_ones() -> None:
-    params = ConnectParams("ws://h/ws", 5, {"Authorization": "Bearer secret"}, ("paseo.bearer.secret",))
-    assert repr(params) == (
-        "ConnectParams(url='ws://h/ws', timeout=5, ssl_context=None, max_frame_bytes=67108864, unix_socket=None)"
-    )
     assert repr(ReplyMatcher("pong")) == "ReplyMatcher(type='pong', statuses=None)"
-
-
-def test_values_compare_and_hash_as_attrs_classes_do() -> None:
-    assert _Pair(1, "a") == _Pair(1, "a")
-    assert _Pair(1, "a") != _Pair(1, "b")
-    assert hash(_Pair(1, "a")) == hash(_Pair(1, "a"))
-    assert _Pair(1) != (1, None)  # another type is never equal
-    assert _Pair(1).__eq__((1, None)) is NotImplemented
-    nan = float("nan")
-    assert _Pair(1, nan) == _Pair(1, nan)  # the same object, as attrs compares field tuples
-
-
-def test_frozen_values_refuse_assignment_as_frozen_attrs_classes_do() -> None:
-    params = ConnectParams("ws://h/ws", 5)
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        params.timeout = 1  # type: ignore[misc]
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        del params.url  # type: ignore[misc]
-    assert (params.url, params.timeout, params.headers) == ("ws://h/ws", 5, {})
-
-
-def test_frozen_values_copy_and_pickle_as_frozen_attrs_classes_do() -> None:
-    params = ConnectParams("ws://h/ws", 5, {"Authorization": "x"}, ("p",), None, 4096, "/run/d.sock")
-    assert copy.copy(params) == params
-    assert copy.deepcopy(params) == params
-    assert pickle.loads(pickle.dumps(params)) == params
-
-
-def test_connect_params_without_credentials_keep_everything_else() -> None:
-    params = ConnectParams("ws://h/ws", 5, {"Authorization": "x"}, ("p",), None, 4096, "/run/d.sock")
-    bare = params.without_credentials()
-    assert (dict(bare.headers), tuple(bare.subprotocols)) == ({}, ())
-    assert bare == ConnectParams("ws://h/ws", 5, {}, (), None, 4096, "/run/d.sock")
+    options = ConnectionOptions(
+        None,  # type: ignore[arg-type]  # the repr reads fields only
+        "client-1",
+        "0.1.65",
+        "hunter2",
+        5.0,
+        dc.ReconnectPolicy(),
+        dc.Heartbeat(),
+        lambda: None,  # type: ignore[arg-type,return-value]
+        auth_header="Bearer secret",
+    )
+    shown = repr(options)
+    assert shown.startswith("ConnectionOptions(targets=None, client_id='client-1', app_version='0.1.65', ")
+    assert "hunter2" not in shown
+    assert "secret" not in shown
 
 
 def test_a_record_whose_annotations_and_slots_differ_is_refused() -> None:
@@ -79,12 +46,30 @@ def test_a_record_whose_annotations_and_slots_differ_is_refused() -> None:
             a: int
             b: int
 
-    class _Fine(FrozenValue):
+    class _Fine(Record):
         __slots__ = ("a",)
 
         a: int
 
+        def __init__(self, a: int) -> None:
+            self.a = a
+
     assert _Fine.__dict__["_field_names"] == ("a",)
+    assert repr(_Fine(1)).endswith("_Fine(a=1)")
+
+
+def test_connect_params_stay_an_attrs_class_for_custom_transports() -> None:
+    params = ConnectParams("ws://h/ws", 5, {"Authorization": "Bearer secret"}, ("paseo.bearer.secret",))
+    assert repr(params) == (
+        "ConnectParams(url='ws://h/ws', timeout=5, ssl_context=None, max_frame_bytes=67108864, unix_socket=None)"
+    )
+    derived = attrs.evolve(params, timeout=1)  # as a wrapping transport may derive its inner one's
+    assert (derived.timeout, dict(derived.headers)) == (1, {"Authorization": "Bearer secret"})
+    bare = params.without_credentials()
+    assert (dict(bare.headers), tuple(bare.subprotocols)) == ({}, ())
+    assert bare == ConnectParams("ws://h/ws", 5)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        params.timeout = 1  # type: ignore[misc]
 
 
 def test_a_plain_client_imports_neither_the_unix_socket_module_nor_random() -> None:

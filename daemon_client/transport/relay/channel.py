@@ -87,6 +87,7 @@ class RelayTransport:
         self._box: FrameBox | None = None
         self._confirmed = False  # a frame of the daemon decrypted on this socket
         self._stop_hello = threading.Event()
+        self._before_wait: Callable[[], None] | None = None  # the reader's wait hook, once installed
 
     def __repr__(self) -> str:
         state = "open" if self._box is not None else "not open"
@@ -189,7 +190,10 @@ class RelayTransport:
         """The base socket's wait hooks (``WebSocketTransport.set_wait_hooks``): False when it
         has none (nothing installed)."""
         set_hooks = getattr(self._base, "set_wait_hooks", None)
-        return set_hooks is not None and set_hooks(before, after) is True
+        if set_hooks is None or set_hooks(before, after) is not True:
+            return False
+        self._before_wait = before
+        return True
 
     def send_text(self, text: str) -> None:
         box = self._box
@@ -233,6 +237,8 @@ class RelayTransport:
 
     def _fatal(self, what: str, close_reason: str) -> TransportError:
         """End the socket after a frame that breaks the channel; the frame is never delivered."""
+        if self._before_wait is not None:  # the close below writes on the reader thread: may wait
+            self._before_wait()
         self._owner.note_rejected()
         self._log.warning("the daemon's side of the relay sent %s: closing the socket (1011)", what)
         try:
