@@ -87,8 +87,9 @@ class Dispatcher:
         # Posted callables (admitted pushes as ``(fn, cost, first, second)``), taken in batches by the one consumer.
         self._items: list[object] = []  # guarded by _start_lock
         self._idle = False  # guarded by _start_lock: the consumer waits on _wake
-        self._burst: int | None = None  # the thread in a burst (begin_burst): its posts defer the wake-up
-        self._wake_due = False  # guarded by _start_lock: a wake-up deferred until end_burst()
+        # The thread in a burst (begin_burst): its posts leave an idle consumer idle, so a wake-up
+        # is due exactly while the consumer is idle and items are queued (end_burst gives it).
+        self._burst: int | None = None
         self._wake = threading.Lock()  # a binary semaphore: released once per wake-up of an idle consumer
         self._wake.acquire()
         self._local = threading.local()
@@ -147,9 +148,7 @@ class Dispatcher:
         self.posted += 1
         self._items.append(item)
         if self._idle:  # wake the consumer once; it takes everything queued by then
-            if self._burst is not None and self._burst == threading.get_ident():
-                self._wake_due = True  # the burst's own posts: woken at end_burst()
-            else:
+            if self._burst is None or self._burst != threading.get_ident():  # a burst's own: at end_burst()
                 self._idle = False
                 self._wake.release()
         elif self._thread is None and self._executor != "manual":
@@ -169,11 +168,9 @@ class Dispatcher:
         """End :meth:`begin_burst`: wake the consumer if the burst queued anything for it."""
         with self._start_lock:
             self._burst = None
-            if self._wake_due:
-                self._wake_due = False
-                if self._idle:
-                    self._idle = False
-                    self._wake.release()
+            if self._idle and self._items:
+                self._idle = False
+                self._wake.release()
 
     def _start_locked(self) -> None:
         """Under ``_start_lock``: start the dispatcher thread, on first use (a client never used
@@ -208,7 +205,6 @@ class Dispatcher:
                 items = self._items
                 if items:
                     self._items = []
-                    self._wake_due = False
                     return items
                 self._idle = True
             remaining = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())

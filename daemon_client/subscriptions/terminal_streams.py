@@ -85,7 +85,8 @@ class TerminalStream:
     thread, from up to ``buffer_limit`` unread characters the stream keeps; with
     ``buffer_limit=0`` it keeps none (less memory and work for a stream read only by
     ``on_output``), and they raise ``ValueError``. Output produced while the connection is down
-    is lost; the snapshot after the reconnect shows the screen. Release with :meth:`release` (or as a context manager).
+    is lost; the snapshot after the reconnect shows the screen. Release with :meth:`release` (or
+    as a context manager).
     """
 
     def __init__(

@@ -58,11 +58,11 @@ def test_posts_of_a_burst_wake_the_callback_thread_when_the_burst_ends(idle_disp
     assert idle_dispatcher.post(ran.set)
     assert idle_dispatcher.post(lambda: None)
     assert idle_dispatcher._idle  # queued, the thread not woken
-    assert idle_dispatcher._wake_due
+    assert idle_dispatcher.pending == 2
     assert not ran.is_set()
     idle_dispatcher.end_burst()
     assert ran.wait(TIMEOUT)
-    assert not idle_dispatcher._wake_due
+    assert idle_dispatcher.pending == 0
 
 
 def test_a_post_from_another_thread_during_a_burst_wakes_at_once(idle_dispatcher) -> None:
@@ -76,7 +76,7 @@ def test_a_post_from_another_thread_during_a_burst_wakes_at_once(idle_dispatcher
     assert both.wait(TIMEOUT)  # the burst has not ended: the other thread's post woke the callbacks
     assert ran == ["burst", "other"]  # in posting order, the burst's item taken along
     idle_dispatcher.end_burst()  # nothing due any more: no stray wake-up
-    assert not idle_dispatcher._wake_due
+    assert idle_dispatcher.pending == 0
 
 
 def test_ending_a_burst_that_queued_nothing_wakes_nobody(idle_dispatcher) -> None:
