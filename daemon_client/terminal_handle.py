@@ -168,8 +168,9 @@ class TerminalHandle:
         """Stream the terminal's output; returns once the daemon has started it (see
         :class:`~daemon_client.TerminalStream` for the callbacks, ``output()`` and ``expect()``).
 
-        ``buffer_limit``: characters of unread output kept for ``output()``/``expect()`` (the
-        oldest dropped beyond it, one WARNING); ``0`` keeps none, for a stream that only
+        ``buffer_limit``: characters of unread output kept for ``output()``/``expect()``
+        (output not read yet counts its UTF-8 bytes, one per ASCII character; the oldest is
+        dropped beyond it, one WARNING); ``0`` keeps none, for a stream that only
         ``on_output`` reads (``output()``/``expect()`` then raise ``ValueError``).
 
         Blocks up to ``timeout`` seconds (default 10). Raises ``RpcError`` when the daemon

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from daemon_client.errors import ExpectTimeout, TerminalExited
+from daemon_client.protocol.terminal_frames import decode_output
 from daemon_client.protocol.terminals import incomplete_escape_at, raw_index, strip_ansi
 
 _log = logging.getLogger("daemon_client.subscriptions.terminal_output")
@@ -33,49 +34,81 @@ class OutputReader:
     """Output text received by one stream and not yet read; see the module docstring."""
 
     def __init__(self, name: str, limit: int = DEFAULT_LIMIT) -> None:
-        """``limit``: characters of unread output kept; ``0`` keeps none (a stream read only by
-        its ``on_output`` callback): :meth:`next_chunk` and :meth:`expect` then raise ``ValueError``."""
+        """``limit``: unread output kept, in characters (output as received counts its UTF-8
+        bytes: one per character for ASCII); ``0`` keeps none (a stream read only by its
+        ``on_output`` callback): :meth:`next_chunk` and :meth:`expect` then raise ``ValueError``."""
         if type(limit) is not int or limit < 0:
             raise ValueError("the output buffer limit must be a number of characters, 0 or more")
         self._name = name
         self._limit = limit
+        self._ceiling = limit + limit // 8
+        """Pushes drop the oldest output only beyond this, down to ``limit``, many chunks at once;
+        reads (and :attr:`dropped`) drop down to ``limit`` first, so they never see more."""
         self.keeps = limit > 0
         """False when nothing is kept (``limit`` 0): the reader thread need not push."""
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # pushes take the plain lock: cheaper to enter
-        self._chunks: collections.deque[str] = collections.deque()
+        self._chunks: collections.deque[str | bytes] = collections.deque()  # bytes: decoded when read
         self._queued = 0
         self._pending = ""  # taken by expect() and not consumed by a match yet (raw text)
         self._ended: Ended | None = None
         self._waiting = 0  # callers in _changed.wait(): pushes notify only when there are some
-        self.dropped = 0
+        self._dropped = 0
+        self._warn = False  # a first drop not logged yet (logged outside the lock)
+
+    @property
+    def dropped(self) -> int:
         """Characters dropped because nobody read them before the limit was reached."""
+        with self._lock:
+            self._drop_oldest_locked()
+            dropped = self._dropped
+        self._log_first_drop()
+        return dropped
 
     # ------------------------------------------------------------------ reader thread
-    def push(self, text: str) -> None:
-        """Append received output (never blocks)."""
-        if not text or not self.keeps:
+    def push(self, output: str | bytes) -> None:
+        """Append received output (never blocks): text, or an Output frame's payload as received,
+        decoded when it is read (so output that is dropped unread is never decoded)."""
+        if not output or not self.keeps:
             return
         with self._lock:
             if self._ended is not None:
                 return
-            self._chunks.append(text)
-            self._queued += len(text)
-            excess = self._queued + len(self._pending) - self._limit
-            dropped = 0
-            if excess > 0:  # the oldest unread text goes first: what expect() holds, then queued chunks
-                cut = min(excess, len(self._pending))
-                self._pending = self._pending[cut:]
-                dropped = cut
-                while dropped < excess and len(self._chunks) > 1:
-                    oldest = self._chunks.popleft()
-                    self._queued -= len(oldest)
-                    dropped += len(oldest)
-            first = dropped and not self.dropped
-            self.dropped += dropped
+            self._chunks.append(output)
+            self._queued += len(output)
+            if self._queued + len(self._pending) > self._ceiling:
+                self._drop_oldest_locked()
             if self._waiting:
                 self._changed.notify_all()
-        if first:
+            warn = self._warn
+        if warn:
+            self._log_first_drop()
+
+    def _drop_oldest_locked(self) -> None:
+        """Drop the oldest unread output beyond the limit: what expect() holds first, then
+        queued chunks (the newest chunk always stays)."""
+        excess = self._queued + len(self._pending) - self._limit
+        if excess <= 0:
+            return
+        cut = min(excess, len(self._pending))
+        if cut:
+            self._pending = self._pending[cut:]
+        dropped, counted = cut, cut
+        chunks = self._chunks
+        while counted < excess and len(chunks) > 1:
+            oldest = chunks.popleft()
+            self._queued -= len(oldest)
+            counted += len(oldest)
+            dropped += len(oldest) if isinstance(oldest, str) or oldest.isascii() else len(decode_output(oldest))
+        if dropped and not self._dropped:
+            self._warn = True
+        self._dropped += dropped
+
+    def _log_first_drop(self) -> None:
+        """Outside the lock (a logging handler is user code): the one warning of a stream."""
+        with self._lock:
+            warn, self._warn = self._warn, False
+        if warn:
             _log.warning("%s: unread output over %d characters; the oldest is dropped", self._name, self._limit)
 
     def end(self, ended: Ended) -> None:
@@ -92,18 +125,26 @@ class OutputReader:
 
     # ------------------------------------------------------------------ caller thread
     def _take_locked(self) -> str | None:
+        self._drop_oldest_locked()
         if not self._chunks:
             return None
         chunk = self._chunks.popleft()
         self._queued -= len(chunk)
-        return chunk
+        return chunk if isinstance(chunk, str) else decode_output(chunk)
 
     def next_chunk(self, timeout: float | None) -> str | None:
         """The next piece of unread output; ``None`` once the stream ended and everything was
         read, or when nothing arrived within ``timeout`` seconds (``None``: no limit)."""
         self._check_keeps("output()")
+        try:
+            return self._next_chunk(timeout)
+        finally:
+            self._log_first_drop()
+
+    def _next_chunk(self, timeout: float | None) -> str | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
+            self._drop_oldest_locked()
             if self._pending:
                 text, self._pending = self._pending, ""
                 return text
@@ -150,6 +191,12 @@ class OutputReader:
         ended with no match left in the unread output."""
         self._check_keeps("expect()")
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        try:
+            return self._expect(regex, timeout, strip)
+        finally:
+            self._log_first_drop()
+
+    def _expect(self, regex: re.Pattern[str], timeout: float | None, strip: bool) -> re.Match[str]:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
             while True:

@@ -115,7 +115,7 @@ class TerminalStream:
         self._snapshot_memo: Memo[TerminalState] | None = None
         self._reader = OutputReader(f"terminal {terminal_id}", buffer_limit)
         self._batch_lock = threading.Lock()
-        self._batch: list[Any] | None = None  # guarded by _batch_lock: output the queued job will deliver
+        self._batch: list[bytes] | None = None  # guarded by _batch_lock: output the queued job will deliver
         self._batch_number = 0  # guarded by _batch_lock: the dispatcher's number for that job
 
     @property
@@ -182,29 +182,25 @@ class TerminalStream:
         return f"<TerminalStream {self.terminal_id} slot={self.slot} {self.state.value}>"
 
     # ------------------------------------------------------------------ callback-thread jobs
-    def _queue_output(self, text: str | bytes) -> None:
-        """Reader thread: ``text`` joins the output job queued last, if nothing was queued
-        after it (so order holds); else a new job is queued. One callback per run of frames
-        the callback thread had not reached yet. A stream that keeps no output queues the
-        frames' bytes, decoded on the callback thread, all of a run at once."""
+    def _queue_output(self, output: bytes) -> None:
+        """Reader thread: an Output frame's payload joins the output job queued last, if nothing
+        was queued after it (so order holds); else a new job is queued. One callback per run of
+        frames the callback thread had not reached yet, decoded there all at once."""
         dispatcher = self._manager.dispatcher
         with self._batch_lock:
             batch = self._batch
             if batch is not None and self._batch_number == dispatcher.posted:
-                batch.append(text)
+                batch.append(output)
                 return
-            batch = [text]
+            batch = [output]
             number = dispatcher.post_numbered(functools.partial(self._deliver_batch, batch))
             self._batch, self._batch_number = (batch, number) if number else (None, 0)  # 0: stopped
 
-    def _deliver_batch(self, batch: list[Any]) -> None:
+    def _deliver_batch(self, batch: list[bytes]) -> None:
         with self._batch_lock:  # closed: later output goes to a new job
             if self._batch is batch:
                 self._batch = None
-        if type(batch[0]) is bytes:  # every item of one stream's batches has the same type
-            self._deliver_output(decode_output(b"".join(batch)))
-        else:
-            self._deliver_output(batch[0] if len(batch) == 1 else "".join(batch))
+        self._deliver_output(decode_output(batch[0] if len(batch) == 1 else b"".join(batch)))
 
     def _deliver_output(self, text: str) -> None:
         if self._on_output is not None and self.state is not StreamState.RELEASED:
@@ -422,16 +418,11 @@ class TerminalStreamManager:
             if feed is None:
                 return False
             feed.output_since = True
-            text: str | None = None
+            output = data[2:]  # decoded by the callback thread, and by output()/expect() when read
             for stream in feed.streams:
-                if stream._reader.keeps:
-                    if text is None:
-                        text = decode_output(data[2:])
-                    stream._reader.push(text)
-                    if stream._on_output is not None:
-                        stream._queue_output(text)
-                elif stream._on_output is not None:
-                    stream._queue_output(data[2:])  # decoded by the callback thread
+                stream._reader.push(output)
+                if stream._on_output is not None:
+                    stream._queue_output(output)
             return True
         frame = decode_terminal_frame(data)
         if frame is None:

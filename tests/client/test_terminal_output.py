@@ -3,6 +3,7 @@ frame codec, without a daemon."""
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -146,3 +147,98 @@ def test_snapshots_are_read_leniently() -> None:
         parse_terminal_state(b"not json")
     with pytest.raises(dc.ProtocolError):
         parse_terminal_state(b"[1, 2]")
+
+
+def test_output_kept_as_received_is_decoded_when_read() -> None:
+    reader = OutputReader("t")
+    reader.push(b"caf\xc3\xa9 \xff\r\n")  # an Output frame's payload, one invalid byte
+    reader.push("$ ")
+    found = reader.expect("\r\n", 1, strip=False)
+    assert found.string[: found.end()] == "café \ufffd\r\n"
+    assert reader.next_chunk(0) == "$ "
+    reader.push(b"\xe2\x9c\x93 done")
+    assert list(reader.chunks(0)) == ["✓ done"]
+
+
+def test_pushes_drop_in_bulk_and_reads_never_see_more_than_the_limit() -> None:
+    reader = OutputReader("t", limit=80)  # pushes drop once the output is over 90
+    for n in range(9):
+        reader.push(b"%09d\n" % n)
+    assert reader._queued == 90  # over the limit, under the bulk threshold: nothing dropped yet
+    assert reader.dropped == 10  # a read drops down to the limit first
+    assert "".join(reader.chunks(0)) == "".join(f"{n:09d}\n" for n in range(1, 9))
+    for n in range(1000):
+        reader.push(b"%09d\n" % n)
+        assert reader._queued <= 90  # memory stays bounded by the threshold
+    assert reader.dropped == 10 + 1000 * 10 - 80
+    assert "".join(reader.chunks(0)) == "".join(f"{n:09d}\n" for n in range(992, 1000))
+
+
+def test_dropped_output_counts_characters_not_bytes() -> None:
+    reader = OutputReader("t", limit=4)
+    reader.push("é" * 4)  # text: four characters
+    reader.push("é".encode() * 2)  # as received: four bytes, two characters
+    reader.push("é".encode() * 2)
+    assert reader.dropped == 6  # the text, then the first two characters of bytes
+    assert list(reader.chunks(0)) == ["éé"]
+
+
+def test_the_first_drop_is_logged_once_outside_the_lock(caplog: pytest.LogCaptureFixture) -> None:
+    reader = OutputReader("terminal t", limit=10)
+    seen: list[int] = []
+
+    class ReadsTheStream(logging.Handler):  # user code in a logging handler, calling back in
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(reader.dropped)
+
+    handler = ReadsTheStream(level=logging.WARNING)
+    logger = logging.getLogger("daemon_client.subscriptions.terminal_output")
+    logger.addHandler(handler)
+    try:
+        pusher = threading.Thread(target=lambda: [reader.push(b"0123456789") for _ in range(5)])
+        pusher.start()
+        pusher.join(10)
+        assert not pusher.is_alive()  # a warning logged under the lock would deadlock here
+        assert reader.dropped == 40
+        reader.push(b"more")
+        list(reader.chunks(0))
+    finally:
+        logger.removeHandler(handler)
+    assert len(seen) == 1
+    assert [r.getMessage() for r in caplog.records if r.name == logger.name] == [
+        "terminal t: unread output over 10 characters; the oldest is dropped"
+    ]
+
+
+def test_a_first_drop_found_by_a_read_is_logged_too(caplog: pytest.LogCaptureFixture) -> None:
+    reader = OutputReader("terminal t", limit=8)  # pushes drop only over 9
+    reader.push(b"12345")
+    reader.push(b"6789")  # 9: kept until a read
+    assert caplog.records == []
+    assert reader.next_chunk(0) == "6789"
+    assert [r.getMessage() for r in caplog.records] == ["terminal t: unread output over 8 characters; the oldest is dropped"]
+
+
+def test_a_reader_thread_pushing_while_another_reads_loses_and_reorders_nothing() -> None:
+    reader = OutputReader("t", limit=64)
+    total = 20_000
+    read: list[str] = []
+
+    def consume() -> None:
+        while True:
+            chunk = reader.next_chunk(10)
+            if chunk is None:
+                return
+            read.append(chunk)
+
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    for n in range(total):
+        reader.push(b"%07d;" % n)
+    reader.end(exited("terminal t"))
+    consumer.join(30)
+    assert not consumer.is_alive()
+    numbers = [int(part) for part in "".join(read).split(";") if part]
+    assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)  # in order, none twice
+    assert numbers[-1] == total - 1  # the newest always stays
+    assert len(numbers) * 8 + reader.dropped == total * 8  # every character read or counted as dropped
