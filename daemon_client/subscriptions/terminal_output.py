@@ -5,7 +5,8 @@ pexpect: text consumed by a match is gone, the rest stays for the next call).
 The reader thread appends (:meth:`OutputReader.push`, :meth:`OutputReader.end`) without ever
 blocking; the caller's thread waits, always with a timeout. Because the queue is filled by the
 reader thread and not by callbacks, pulling works in every ``callback_executor`` mode and from
-inside a callback. One condition variable guards the state; no user code runs under it.
+inside a callback. One condition variable guards the state; no user code runs under it, and no
+caller's pattern: ``expect()`` searches a copy of the unread text outside it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class OutputReader:
         self._chunks: collections.deque[str | bytes] = collections.deque()  # bytes: decoded when read
         self._queued = 0
         self._pending = ""  # taken by expect() and not consumed by a match yet (raw text)
+        self._pending_cut = 0  # characters pushes dropped from the front of _pending, ever
+        self._reading = threading.Lock()  # held by the one output()/expect() call reading
         self._ended: Ended | None = None
         self._waiting = 0  # callers in _changed.wait(): pushes notify only when there are some
         self._dropped = 0
@@ -93,6 +96,7 @@ class OutputReader:
         cut = min(excess, len(self._pending))
         if cut:
             self._pending = self._pending[cut:]
+            self._pending_cut += cut
         dropped, counted = cut, cut
         chunks = self._chunks
         while counted < excess and len(chunks) > 1:
@@ -132,36 +136,49 @@ class OutputReader:
         self._queued -= len(chunk)
         return chunk if isinstance(chunk, str) else decode_output(chunk)
 
+    def _enter(self, deadline: float | None) -> bool:
+        """Become the one caller reading (``output()`` and ``expect()`` calls take turns), in
+        slices of 0.5 s until ``deadline`` (``None``: no limit); False when it passed first."""
+        while True:
+            remaining = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+            if self._reading.acquire(timeout=max(0.0, remaining)):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+
+    def _wait_locked(self, deadline: float | None) -> bool:
+        """Under the lock: wait for output or the end, until ``deadline``; False when it passed."""
+        while not self._chunks and self._ended is None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            self._waiting += 1
+            try:
+                self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
+            finally:
+                self._waiting -= 1
+        return True
+
     def next_chunk(self, timeout: float | None) -> str | None:
         """The next piece of unread output; ``None`` once the stream ended and everything was
         read, or when nothing arrived within ``timeout`` seconds (``None``: no limit)."""
         self._check_keeps("output()")
-        try:
-            return self._next_chunk(timeout)
-        finally:
-            self._log_first_drop()
-
-    def _next_chunk(self, timeout: float | None) -> str | None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._changed:
-            self._drop_oldest_locked()
-            if self._pending:
-                text, self._pending = self._pending, ""
-                return text
-            while True:
-                chunk = self._take_locked()
-                if chunk is not None:
-                    return chunk
-                if self._ended is not None:
-                    return None
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return None
-                self._waiting += 1
-                try:
-                    self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
-                finally:
-                    self._waiting -= 1
+        if not self._enter(deadline):
+            return None
+        try:
+            with self._lock:
+                self._drop_oldest_locked()
+                if self._pending:
+                    text, self._pending = self._pending, ""
+                    return text
+                while True:
+                    chunk = self._take_locked()
+                    if chunk is not None or self._ended is not None or not self._wait_locked(deadline):
+                        return chunk
+        finally:
+            self._reading.release()
+            self._log_first_drop()
 
     def _check_keeps(self, what: str) -> None:
         if not self.keeps:
@@ -188,58 +205,73 @@ class OutputReader:
         up to the end of the match and return it. With ``strip`` escape sequences are removed
         before matching (the match is then on the cleaned text). Raises
         :class:`ExpectTimeout` after ``timeout`` seconds, or the stream's end reason once it
-        ended with no match left in the unread output."""
+        ended with no match left in the unread output.
+
+        The pattern runs outside the lock the reader thread's pushes take, on a copy of the
+        unread text: a slow pattern over a long backlog holds up this caller, never the reader.
+        Pushes meanwhile may drop the oldest of that text (over the limit); the match then
+        consumes what is left of it up to the match's end."""
         self._check_keeps("expect()")
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._enter(deadline):
+            raise self._timed_out(regex, timeout, "")
         try:
-            return self._expect(regex, timeout, strip)
+            return self._expect(regex, timeout, deadline, strip)
         finally:
+            self._reading.release()
             self._log_first_drop()
 
-    def _expect(self, regex: re.Pattern[str], timeout: float | None, strip: bool) -> re.Match[str]:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._changed:
-            while True:
+    def _expect(
+        self, regex: re.Pattern[str], timeout: float | None, deadline: float | None, strip: bool
+    ) -> re.Match[str]:
+        searched: str | None = None  # the text last searched without a match
+        while True:
+            with self._lock:
                 while (chunk := self._take_locked()) is not None:
                     self._pending += chunk
-                found = self._search_locked(regex, strip)
+                text, cut_before, ended = self._pending, self._pending_cut, self._ended
+            if text is not searched:
+                found, end = _search(regex, text, strip)  # outside the lock: the pattern may be slow
                 if found is not None:
+                    with self._lock:  # pushes may have dropped the oldest text meanwhile
+                        self._pending = text[max(end, self._pending_cut - cut_before) :]
                     return found
-                if self._ended is not None:
-                    raise self._ended(self._visible_locked(strip))
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    unmatched = self._visible_locked(strip)
-                    raise ExpectTimeout(
-                        f"{self._name}: no match for {regex.pattern!r} within {timeout:g} s; "
-                        f"unmatched output ends with {unmatched[-200:]!r}",
-                        output=unmatched,
-                    )
-                self._waiting += 1
-                try:
-                    self._changed.wait(0.5 if remaining is None else min(0.5, remaining))
-                finally:
-                    self._waiting -= 1
+                searched = text
+            if ended is not None:
+                raise ended(_visible(text, strip))
+            with self._lock:
+                timed_out = self._pending is text and not self._wait_locked(deadline)
+                text = self._pending
+            if timed_out:
+                raise self._timed_out(regex, timeout, _visible(text, strip))
 
-    def _search_locked(self, regex: re.Pattern[str], strip: bool) -> re.Match[str] | None:
-        raw = self._pending
-        if not strip:
-            found = regex.search(raw)
-            if found is not None:
-                self._pending = raw[found.end() :]
-            return found
-        cut = incomplete_escape_at(raw)  # an escape sequence still arriving is not matched yet
-        complete = raw if cut is None else raw[:cut]
-        found = regex.search(strip_ansi(complete))
-        if found is not None:
-            self._pending = raw[raw_index(complete, found.end()) :]
-        return found
+    def _timed_out(self, regex: re.Pattern[str], timeout: float | None, unmatched: str) -> ExpectTimeout:
+        return ExpectTimeout(
+            f"{self._name}: no match for {regex.pattern!r} within {timeout:g} s; "
+            f"unmatched output ends with {unmatched[-200:]!r}",
+            output=unmatched,
+        )
 
-    def _visible_locked(self, strip: bool) -> str:
-        if not strip:
-            return self._pending
-        cut = incomplete_escape_at(self._pending)
-        return strip_ansi(self._pending if cut is None else self._pending[:cut])
+
+def _search(regex: re.Pattern[str], raw: str, strip: bool) -> tuple[re.Match[str] | None, int]:
+    """``regex`` searched in ``raw`` (with ``strip``: in its text without escape sequences, an
+    escape sequence still arriving left out); with the end of the match in ``raw``."""
+    if not strip:
+        found = regex.search(raw)
+        return found, 0 if found is None else found.end()
+    cut = incomplete_escape_at(raw)
+    complete = raw if cut is None else raw[:cut]
+    found = regex.search(strip_ansi(complete))
+    return found, 0 if found is None else raw_index(complete, found.end())
+
+
+def _visible(raw: str, strip: bool) -> str:
+    """The unmatched text an exception carries: ``raw``, without escape sequences with ``strip``."""
+    if not strip:
+        return raw
+    cut = incomplete_escape_at(raw)
+    return strip_ansi(raw if cut is None else raw[:cut])
 
 
 def exited(name: str) -> Ended:

@@ -4,6 +4,7 @@ frame codec, without a daemon."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 
 import pytest
@@ -216,7 +217,9 @@ def test_a_first_drop_found_by_a_read_is_logged_too(caplog: pytest.LogCaptureFix
     reader.push(b"6789")  # 9: kept until a read
     assert caplog.records == []
     assert reader.next_chunk(0) == "6789"
-    assert [r.getMessage() for r in caplog.records] == ["terminal t: unread output over 8 characters; the oldest is dropped"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "terminal t: unread output over 8 characters; the oldest is dropped"
+    ]
 
 
 def test_a_reader_thread_pushing_while_another_reads_loses_and_reorders_nothing() -> None:
@@ -239,6 +242,115 @@ def test_a_reader_thread_pushing_while_another_reads_loses_and_reorders_nothing(
     consumer.join(30)
     assert not consumer.is_alive()
     numbers = [int(part) for part in "".join(read).split(";") if part]
-    assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)  # in order, none twice
+    assert numbers == sorted(numbers)
+    assert len(set(numbers)) == len(numbers)
     assert numbers[-1] == total - 1  # the newest always stays
     assert len(numbers) * 8 + reader.dropped == total * 8  # every character read or counted as dropped
+
+
+class _GatedPattern:
+    """A pattern whose first search waits for the test: a slow pattern, made deterministic."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._regex = re.compile(pattern)
+        self.searching = threading.Event()
+        self.release = threading.Event()
+        self.searched: list[str] = []
+
+    def search(self, text: str) -> re.Match[str] | None:
+        self.searched.append(text)
+        if len(self.searched) == 1:
+            self.searching.set()
+            assert self.release.wait(10)
+        return self._regex.search(text)
+
+
+def _expect_in_thread(reader: OutputReader, pattern: _GatedPattern) -> tuple[threading.Thread, list[object]]:
+    result: list[object] = []
+
+    def run() -> None:
+        try:
+            result.append(reader.expect(pattern, 10, strip=False))  # type: ignore[arg-type]
+        except BaseException as exc:
+            result.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert pattern.searching.wait(10)
+    return thread, result
+
+
+def test_a_slow_pattern_never_holds_up_the_reader_threads_pushes() -> None:
+    reader = OutputReader("t")
+    reader.push(b"booting")
+    pattern = _GatedPattern("ready")
+    waiter, result = _expect_in_thread(reader, pattern)
+    pusher = threading.Thread(target=lambda: [reader.push(b" ... ready\r\n") for _ in range(100)])
+    pusher.start()
+    pusher.join(10)
+    assert not pusher.is_alive()  # all 100 pushes went in while the pattern was still searching
+    pattern.release.set()
+    waiter.join(10)
+    found = result[0]
+    assert isinstance(found, re.Match)
+    assert found.group(0) == "ready"
+    assert pattern.searched[0] == "booting"  # the copy taken before the pushes
+    assert next(reader.chunks(0)).startswith("\r\n ... ready")
+
+
+def test_output_dropped_while_a_pattern_searched_is_not_consumed_twice() -> None:
+    reader = OutputReader("t", limit=20)  # pushes drop over 22
+    reader.push(b"aaaaaaaaaaMATCHbbbbb")
+    pattern = _GatedPattern("MATCH")
+    waiter, result = _expect_in_thread(reader, pattern)
+    reader.push(b"0123456789")  # 30 unread: the 10 oldest characters, held by expect(), go
+    pattern.release.set()
+    waiter.join(10)
+    assert isinstance(result[0], re.Match)
+    assert list(reader.chunks(0)) == ["bbbbb", "0123456789"]
+    assert reader.dropped == 10
+
+
+def test_the_match_itself_may_have_been_dropped_meanwhile() -> None:
+    reader = OutputReader("t", limit=20)
+    reader.push(b"aaaaaaaaaaMATCHbbbbb")
+    pattern = _GatedPattern("MATCH")
+    waiter, result = _expect_in_thread(reader, pattern)
+    reader.push(b"0123456789012345678")  # 39 unread: 19 dropped, past the match's end (15)
+    pattern.release.set()
+    waiter.join(10)
+    assert isinstance(result[0], re.Match)
+    assert result[0].group(0) == "MATCH"
+    assert list(reader.chunks(0)) == ["b", "0123456789012345678"]
+    assert reader.dropped == 19
+
+
+def test_output_and_expect_callers_take_turns() -> None:
+    reader = OutputReader("t")
+    reader.push(b"prompt$ rest")
+    pattern = _GatedPattern(r"\$ ")
+    waiter, result = _expect_in_thread(reader, pattern)
+    taken: list[str | None] = []
+    puller = threading.Thread(target=lambda: taken.append(reader.next_chunk(10)))
+    puller.start()
+    puller.join(0.2)
+    assert puller.is_alive()  # waits for the expect() in progress, does not take its text
+    pattern.release.set()
+    waiter.join(10)
+    puller.join(10)
+    assert isinstance(result[0], re.Match)
+    assert taken == ["rest"]
+
+
+def test_a_caller_waiting_its_turn_gives_up_at_its_timeout() -> None:
+    reader = OutputReader("t")
+    reader.push(b"x")
+    pattern = _GatedPattern("x")
+    waiter, result = _expect_in_thread(reader, pattern)
+    assert reader.next_chunk(0.05) is None
+    with pytest.raises(dc.ExpectTimeout, match=r"within 0\.05 s"):
+        reader.expect("x", 0.05, strip=False)
+    pattern.release.set()
+    waiter.join(10)
+    assert isinstance(result[0], re.Match)
