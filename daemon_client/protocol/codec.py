@@ -14,7 +14,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import cattrs
@@ -23,17 +23,12 @@ from cattrs.gen import make_dict_unstructure_fn, override
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol import lenient
 from daemon_client.protocol.lenient import EXTRA_FIELDS, RAW_FIELD, to_camel
-from daemon_client.protocol.models import (
-    Hello,
-    HelloRejected,
-    InboundFrame,
-    Pong,
-    ServerInfo,
-    SessionMessage,
-    StatusPayload,
-    UnknownMessage,
-)
+from daemon_client.protocol.models import ServerInfo, SessionMessage, UnknownMessage
 from daemon_client.protocol.server_info import read_server_info
+
+if TYPE_CHECKING:
+    from daemon_client.protocol.frame_models import Hello, HelloRejected, Pong, StatusPayload
+    from daemon_client.protocol.models import InboundFrame
 
 T = TypeVar("T")
 
@@ -96,10 +91,29 @@ def parse_server_info(payload: Mapping[str, Any]) -> ServerInfo:
 
 def parse_status(payload: Mapping[str, Any]) -> StatusPayload:
     """Any ``status`` payload; unknown ``status`` values are kept, not rejected."""
+    from daemon_client.protocol.frame_models import StatusPayload
+
     return StatusPayload(status=str(payload.get("status", "")), raw=dict(payload))
 
 
-_PONG = Pong()
+@functools.cache
+def _pong() -> Pong:
+    """The one ``Pong`` (the frame has no fields), built with the first one read."""
+    from daemon_client.protocol.frame_models import Pong
+
+    return Pong()
+
+
+def _hello_rejected(obj: dict[str, Any]) -> HelloRejected:
+    from daemon_client.protocol.frame_models import HelloRejected
+
+    accepts = obj.get("accepts")
+    return HelloRejected(
+        reason=str(obj.get("reason") or "unknown"),
+        accepts=tuple(str(a) for a in accepts) if isinstance(accepts, list) else (),
+    )
+
+
 _new_session_message = functools.partial(tuple.__new__, SessionMessage)
 """``SessionMessage`` from a ``(type, payload)`` pair, without the Python-level ``__new__``."""
 
@@ -147,13 +161,9 @@ def decode_frame(text: str) -> InboundFrame:
             raise MalformedFrame(f"{preview(message_type, 80)} payload is not an object")
         return SessionMessage(message_type, payload)
     if kind == "pong":
-        return _PONG
+        return _pong()
     if kind == "hello.rejected":
-        accepts = obj.get("accepts")
-        return HelloRejected(
-            reason=str(obj.get("reason") or "unknown"),
-            accepts=tuple(str(a) for a in accepts) if isinstance(accepts, list) else (),
-        )
+        return _hello_rejected(obj)
     return UnknownMessage(obj)
 
 

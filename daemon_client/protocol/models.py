@@ -1,4 +1,7 @@
-"""attrs models of the frames the core client exchanges with the daemon.
+"""attrs models of the frames the core client exchanges with the daemon that programs see: the
+``server_info`` payload, a session ping's answer, unknown frames, and the session envelope.
+The models only the connection machinery needs live in
+:mod:`daemon_client.protocol.frame_models`, imported on first use; they are reachable here too.
 
 Attribute names are snake_case; the converter in :mod:`daemon_client.protocol.codec`
 owns the mapping to the wire's camelCase. Models of daemon objects keep unknown wire fields
@@ -9,53 +12,9 @@ keeps it). Pure data: no thread runs code here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
-
-
-@attrs.frozen
-class PasswordAuth:
-    """``hello.auth``: the password carrier for daemons that read it (protocol 1.3)."""
-
-    password: str = attrs.field(repr=False)
-    kind: str = "password"
-
-
-@attrs.frozen
-class Hello:
-    """The first frame on every socket (protocol 1.4)."""
-
-    client_id: str
-    client_type: str = "cli"
-    protocol_version: int = 1
-    app_version: str | None = None
-    capabilities: Mapping[str, bool] = attrs.field(factory=dict)
-    auth: PasswordAuth | None = None
-    type: str = "hello"
-
-
-@attrs.frozen
-class HelloRejected:
-    """``hello.rejected``: the daemon refuses the hello (newer daemons, protocol 1.3)."""
-
-    reason: str
-    accepts: tuple[str, ...] = ()
-    type: str = "hello.rejected"
-
-
-@attrs.frozen
-class Ping:
-    """Top-level heartbeat probe ``{"type":"ping"}`` (protocol 1.6)."""
-
-    type: str = "ping"
-
-
-@attrs.frozen
-class Pong:
-    """Top-level heartbeat answer ``{"type":"pong"}``; carries no correlation id."""
-
-    type: str = "pong"
 
 
 @attrs.frozen
@@ -79,15 +38,6 @@ class ServerInfo:
 
 
 @attrs.frozen
-class SessionPing:
-    """Session ``ping`` request for round-trip measurement (protocol 1.6)."""
-
-    request_id: str
-    client_sent_at: int | None = None
-    type: str = "ping"
-
-
-@attrs.frozen
 class SessionPong:
     """Session ``pong`` reply; times are epoch milliseconds from the daemon's clock."""
 
@@ -97,24 +47,6 @@ class SessionPong:
     client_sent_at: int | None = None
     round_trip: float | None = None
     """Seconds from sending the ping to reading the pong, measured by this client."""
-
-
-@attrs.frozen
-class RpcErrorPayload:
-    """``rpc_error``: the daemon could not handle a request (protocol 2.4)."""
-
-    request_id: str
-    error: str
-    request_type: str | None = None
-    code: str | None = None
-
-
-@attrs.frozen
-class StatusPayload:
-    """Any ``status`` message; ``status`` discriminates, the rest stays in ``raw``."""
-
-    status: str
-    raw: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 class SessionMessage(NamedTuple):
@@ -140,4 +72,52 @@ class UnknownMessage:
         return value if isinstance(value, str) else None
 
 
-InboundFrame = Pong | HelloRejected | SessionMessage | UnknownMessage
+_LAZY = frozenset({"Hello", "HelloRejected", "PasswordAuth", "Ping", "Pong", "RpcErrorPayload", "SessionPing",
+                   "StatusPayload"})  # fmt: skip
+
+if TYPE_CHECKING:
+    from daemon_client.protocol.frame_models import (
+        Hello,
+        HelloRejected,
+        PasswordAuth,
+        Ping,
+        Pong,
+        RpcErrorPayload,
+        SessionPing,
+        StatusPayload,
+    )
+
+    InboundFrame = Pong | HelloRejected | SessionMessage | UnknownMessage
+
+
+def __getattr__(name: str) -> Any:
+    """The models of :mod:`daemon_client.protocol.frame_models`, imported on first use."""
+    if name in _LAZY:
+        from daemon_client.protocol import frame_models
+
+        value = getattr(frame_models, name)
+    elif name == "InboundFrame":
+        from daemon_client.protocol.frame_models import HelloRejected, Pong
+
+        value = Pong | HelloRejected | SessionMessage | UnknownMessage
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "Hello",
+    "HelloRejected",
+    "InboundFrame",
+    "PasswordAuth",
+    "Ping",
+    "Pong",
+    "RpcErrorPayload",
+    "ServerInfo",
+    "SessionMessage",
+    "SessionPing",
+    "SessionPong",
+    "StatusPayload",
+    "UnknownMessage",
+]

@@ -7,6 +7,8 @@ authentication carriers of the upgrade request, and the mapping of close codes a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from daemon_client._values import Record
 from daemon_client.config import is_token_safe
 from daemon_client.errors import (
@@ -17,7 +19,9 @@ from daemon_client.errors import (
     ProtocolVersionError,
 )
 from daemon_client.protocol.hosts import CLIENT_CAPABILITIES
-from daemon_client.protocol.models import Hello, HelloRejected, PasswordAuth
+
+if TYPE_CHECKING:
+    from daemon_client.protocol.frame_models import Hello, HelloRejected
 
 CLOSE_HELLO_TIMEOUT = 4001
 CLOSE_INVALID = 4002
@@ -27,6 +31,8 @@ CLOSE_UNAUTHORIZED = 4401
 
 def build_hello(client_id: str, app_version: str, password: str | None) -> Hello:
     """The hello this client sends on every socket."""
+    from daemon_client.protocol.frame_models import Hello, PasswordAuth  # imported by the first client
+
     return Hello(
         client_id=client_id,
         client_type="cli",

@@ -18,12 +18,12 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daemon_client._values import Record
 from daemon_client.errors import DaemonClientError
 from daemon_client.protocol.hosts import HostKind
-from daemon_client.protocol.models import HelloRejected, ServerInfo
+from daemon_client.protocol.models import ServerInfo
 from daemon_client.runtime.dispatch import Dispatcher
 from daemon_client.runtime.handshake import Failure
 from daemon_client.runtime.requests import settle
@@ -31,6 +31,9 @@ from daemon_client.runtime.timers import Timer, TimerThread
 from daemon_client.runtime.writer import Writer
 from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import Transport
+
+if TYPE_CHECKING:
+    from daemon_client.protocol.frame_models import HelloRejected
 
 RestoreHook = Callable[[HostKind, bool], None]
 CloseHook = Callable[[HostKind], list[Future[Any]]]

@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daemon_client.discovery import DaemonTarget, TargetKind
 from daemon_client.errors import ClientClosed, ConnectionLost, ConnectTimeout, InsecureCredentials, ProtocolError
@@ -32,7 +32,7 @@ from daemon_client.protocol.codec import (
     redact_hello,
 )
 from daemon_client.protocol.hosts import decide_host_kind
-from daemon_client.protocol.models import HelloRejected, Pong, SessionMessage
+from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.replies import is_reply
 from daemon_client.protocol.server_info import read_server_info
 from daemon_client.runtime.affinity import pin_current_thread
@@ -57,6 +57,9 @@ from daemon_client.transport.base import (
     TransportError,
     TransportFailed,
 )
+
+if TYPE_CHECKING:
+    from daemon_client.protocol.models import InboundFrame
 
 HANDOFF_FRAMES = 128
 """In a burst, every this many frames the reader lets the callback thread run if as many
@@ -373,12 +376,20 @@ class Supervisor:
                 if status == "error":
                     self._log.warning("daemon: invalid message: %s", preview(str(payload.get("message"))))
             self._on_push(frame, len(text))
-        elif isinstance(frame, Pong):
+        else:
+            self._on_top_level(frame, sock)
+        return False
+
+    def _on_top_level(self, frame: InboundFrame, sock: Socket) -> None:
+        """A frame outside the session envelope: a pong, a refused hello, or one unknown."""
+        from daemon_client.protocol.frame_models import HelloRejected, Pong  # imported by decode_frame
+
+        if isinstance(frame, Pong):
             self._heartbeat.on_pong()
         elif isinstance(frame, HelloRejected):
             if sock.handshaken:  # only meaningful during a handshake: a stray one is ignored
                 self._log.warning("ignored a hello.rejected after the handshake: %s", preview(frame.reason, 80))
-                return False
+                return
             frame = HelloRejected(reason=preview(frame.reason, 80), accepts=frame.accepts)
             sock.rejection = frame
             self._log.warning("hello rejected: %s", frame.reason)
@@ -388,9 +399,8 @@ class Supervisor:
                 REJECTED_CLOSE_DELAY,
                 lambda: link.end_socket(failure, code=1000, reason="Hello rejected", only=sock),
             )
-        else:
+        elif not isinstance(frame, SessionMessage):
             self._log.debug("ignored a frame of unknown type %s", preview(repr(frame.type), 80))
-        return False
 
     def _on_server_info(self, payload: dict[str, Any], sock: Socket) -> bool:
         link = self._link
