@@ -20,7 +20,7 @@ from daemon_client.protocol.codec import (
 )
 from daemon_client.protocol.hosts import CLIENT_CAPABILITIES, HostKind, decide_host_kind
 from daemon_client.protocol.lenient import MissingIdentity, skipped_entries
-from daemon_client.protocol.models import ServerInfo, SessionMessage, SessionPong, UnknownMessage
+from daemon_client.protocol.models import LAZY_NAMES, ServerInfo, SessionMessage, SessionPong, UnknownMessage
 from daemon_client.protocol.replies import ReplyMatcher, default_timeout_for, reply_for
 
 __all__ = [
@@ -68,12 +68,9 @@ if TYPE_CHECKING:
     from daemon_client.protocol.models import SessionPing as SessionPing
     from daemon_client.protocol.models import StatusPayload as StatusPayload
 
-_LAZY = frozenset({"Hello", "HelloRejected", "InboundFrame", "PasswordAuth", "Ping", "Pong", "RpcErrorPayload",
-                   "SessionPing", "StatusPayload"})  # fmt: skip
-
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name in LAZY_NAMES:
         from daemon_client.protocol import models
 
         value = getattr(models, name)

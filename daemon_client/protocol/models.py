@@ -72,8 +72,9 @@ class UnknownMessage:
         return value if isinstance(value, str) else None
 
 
-_LAZY = frozenset({"Hello", "HelloRejected", "PasswordAuth", "Ping", "Pong", "RpcErrorPayload", "SessionPing",
-                   "StatusPayload"})  # fmt: skip
+LAZY_NAMES = frozenset({"Hello", "HelloRejected", "InboundFrame", "PasswordAuth", "Ping", "Pong", "RpcErrorPayload",
+                        "SessionPing", "StatusPayload"})  # fmt: skip
+"""The names this module gives from :mod:`daemon_client.protocol.frame_models`, on first use."""
 
 if TYPE_CHECKING:
     from daemon_client.protocol.frame_models import (
@@ -92,16 +93,14 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """The models of :mod:`daemon_client.protocol.frame_models`, imported on first use."""
-    if name in _LAZY:
-        from daemon_client.protocol import frame_models
-
-        value = getattr(frame_models, name)
-    elif name == "InboundFrame":
-        from daemon_client.protocol.frame_models import HelloRejected, Pong
-
-        value = Pong | HelloRejected | SessionMessage | UnknownMessage
-    else:
+    if name not in LAZY_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from daemon_client.protocol import frame_models
+
+    if name == "InboundFrame":
+        value: Any = frame_models.Pong | frame_models.HelloRejected | SessionMessage | UnknownMessage
+    else:
+        value = getattr(frame_models, name)
     globals()[name] = value
     return value
 

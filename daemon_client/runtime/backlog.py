@@ -40,7 +40,8 @@ class FlowControl:
     """How much the callback queue may hold before pushes are skipped (``Client(flow_control=)``).
 
     ``max_events`` counts queued pushes; ``max_bytes`` their wire size (the length of each
-    frame's JSON text, as received). ``None`` lifts a limit; ``FlowControl(None, None)``
+    frame's JSON text, as received). Terminal Output frames bound for ``on_output`` count too,
+    each one event of its payload's bytes. ``None`` lifts a limit; ``FlowControl(None, None)``
     queues without bound. Once a limit is reached, new pushes are not queued until the
     backlog falls under half of each limit; every observation that skipped something is
     then told exactly what (see ``docs/threading.md``). Replies, connection state
@@ -134,18 +135,19 @@ class Backlog:
         self._in_events -= 1
         self._in_bytes -= cost
 
-    def done(self, cost: int) -> None:
-        """The job-running thread (one at a time): an admitted job ran or was discarded; may
-        end the lagging period."""
-        self._out_events += 1
+    def done(self, cost: int, events: int = 1) -> None:
+        """The job-running thread (one at a time): an admitted job (or a job delivering
+        ``events`` admitted items of ``cost`` bytes in all) ran or was discarded; may end the
+        lagging period."""
+        self._out_events += events
         self._out_bytes += cost
         if self._lagging:
             self._recover_if_drained()
 
-    def done_locked(self, cost: int) -> None:
+    def done_locked(self, cost: int, events: int = 1) -> None:
         """:meth:`done` for jobs that may run on several threads at once (a user executor)."""
         with self._lock:
-            self._out_events += 1
+            self._out_events += events
             self._out_bytes += cost
         if self._lagging:
             self._recover_if_drained()

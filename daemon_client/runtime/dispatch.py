@@ -48,6 +48,22 @@ Executor = Callable[[Callback], object]
 CallbackExecutor = Executor | Literal["manual"] | None
 
 _STOP = object()
+
+
+class CountedJob:
+    """A job delivering items the backlog admitted one by one (a run of terminal output):
+    calling it delivers them and counts them done; :meth:`discard` counts them done without
+    delivering, for a job that will never run (an executor refused it)."""
+
+    __slots__ = ()
+
+    def __call__(self) -> None:
+        raise NotImplementedError
+
+    def discard(self) -> None:
+        raise NotImplementedError
+
+
 _ids = itertools.count(1)
 
 
@@ -128,6 +144,11 @@ class Dispatcher:
         """Queue ``fn`` to run after everything posted before it; ``False`` (not queued) once
         stopped. Any thread; never blocks (the lock is only held to queue)."""
         return self._put(fn)
+
+    def count_done(self, events: int, cost: int) -> None:
+        """Called by a job that delivered ``events`` items admitted one by one (``backlog.admit``,
+        ``cost`` bytes in all), when it finished: the backlog stops counting them."""
+        self._done(cost, events)
 
     def post_numbered(self, fn: Callback) -> int:
         """:meth:`post`, returning the number of this post (``0``: not queued, stopped). While
@@ -351,6 +372,8 @@ class Dispatcher:
             self.report(exc, executor)
             if type(item) is tuple:  # never to run: release what the backlog counted for it
                 self._done(item[1])
+            elif isinstance(item, CountedJob):
+                item.discard()
 
     def _deliver(self, item: object) -> None:
         """Executor mode: run one handed-over callable on the executor's thread."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import functools
 import logging
 import re
 import threading
@@ -46,6 +45,7 @@ from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.terminal_frames import OUTPUT, SNAPSHOT, decode_output, decode_terminal_frame
 from daemon_client.protocol.terminals import TerminalState, parse_terminal_state
+from daemon_client.runtime.dispatch import CountedJob
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.requests import CallbackFuture
 from daemon_client.subscriptions.lifecycle import SubscriptionLink, control_timeout
@@ -71,6 +71,32 @@ class StreamState(enum.Enum):
 
 
 _ACTIVE = (StreamState.PENDING, StreamState.ESTABLISHING, StreamState.LIVE)
+
+
+class _OutputJob(CountedJob):
+    """The job delivering one run of a stream's Output frames (each admitted by the backlog)."""
+
+    __slots__ = ("_batch", "_stream")
+
+    def __init__(self, stream: TerminalStream, batch: list[bytes]) -> None:
+        self._stream = stream
+        self._batch = batch  # grows on the reader thread until the job closes it
+
+    def __call__(self) -> None:
+        stream, batch = self._stream, self._batch
+        stream._close_batch(batch)
+        try:
+            stream._deliver_output(decode_output(batch[0] if len(batch) == 1 else b"".join(batch)))
+        finally:
+            self._count_done()
+
+    def discard(self) -> None:
+        self._stream._close_batch(self._batch)
+        self._count_done()
+
+    def _count_done(self) -> None:
+        batch = self._batch  # closed: no frame joins it any more
+        self._stream._manager.dispatcher.count_done(len(batch), sum(map(len, batch)))
 
 
 class TerminalStream:
@@ -117,6 +143,8 @@ class TerminalStream:
         self._batch_lock = threading.Lock()
         self._batch: list[bytes] | None = None  # guarded by _batch_lock: output the queued job will deliver
         self._batch_number = 0  # guarded by _batch_lock: the dispatcher's number for that job
+        self._skipped = 0  # reader thread: bytes on_output did not get (flow control)
+        self._skip_run = 0  # reader thread: of them, since the lagging period began (0: not lagging)
 
     @property
     def released(self) -> bool:
@@ -128,6 +156,13 @@ class TerminalStream:
         ``buffer_limit`` was reached (callbacks got them all); always 0 with ``buffer_limit=0``,
         which keeps nothing to pull."""
         return self._reader.dropped
+
+    @property
+    def skipped(self) -> int:
+        """Bytes of output ``on_output`` did not get because the callback queue was over its
+        :class:`~daemon_client.FlowControl` limit (``output()``/``expect()`` got them); output is
+        skipped from the first frame refused until the backlog fell under half the limit."""
+        return self._skipped
 
     @property
     def exited(self) -> bool:
@@ -185,22 +220,37 @@ class TerminalStream:
     def _queue_output(self, output: bytes) -> None:
         """Reader thread: an Output frame's payload joins the output job queued last, if nothing
         was queued after it (so order holds); else a new job is queued. One callback per run of
-        frames the callback thread had not reached yet, decoded there all at once."""
+        frames the callback thread had not reached yet, decoded there all at once. Each frame is
+        admitted by the callback queue's flow control, as a push is: refused, it is skipped for
+        ``on_output`` (counted in :attr:`skipped`) until the backlog drained."""
         dispatcher = self._manager.dispatcher
+        cost = len(output)
+        if not dispatcher.backlog.admit(cost):
+            if not self._skip_run:
+                _log.warning("%r is lagging: the callback queue is over its limit; skipping its output for on_output",
+                             self)  # fmt: skip
+            self._skip_run += cost
+            self._skipped += cost
+            return
+        if self._skip_run:
+            _log.info("%r recovered after lagging: %d bytes of output skipped for on_output", self, self._skip_run)
+            self._skip_run = 0
         with self._batch_lock:
             batch = self._batch
             if batch is not None and self._batch_number == dispatcher.posted:
                 batch.append(output)
                 return
             batch = [output]
-            number = dispatcher.post_numbered(functools.partial(self._deliver_batch, batch))
+            number = dispatcher.post_numbered(_OutputJob(self, batch))
             self._batch, self._batch_number = (batch, number) if number else (None, 0)  # 0: stopped
+        if not number:
+            dispatcher.backlog.cancel(cost)
 
-    def _deliver_batch(self, batch: list[bytes]) -> None:
-        with self._batch_lock:  # closed: later output goes to a new job
+    def _close_batch(self, batch: list[bytes]) -> None:
+        """The callback thread, as the batch's job starts: later output goes to a new job."""
+        with self._batch_lock:
             if self._batch is batch:
                 self._batch = None
-        self._deliver_output(decode_output(batch[0] if len(batch) == 1 else b"".join(batch)))
 
     def _deliver_output(self, text: str) -> None:
         if self._on_output is not None and self.state is not StreamState.RELEASED:
@@ -419,10 +469,11 @@ class TerminalStreamManager:
                 return False
             feed.output_since = True
             output = data[2:]  # decoded by the callback thread, and by output()/expect() when read
-            for stream in feed.streams:
-                stream._reader.push(output)
-                if stream._on_output is not None:
-                    stream._queue_output(output)
+            if output:
+                for stream in feed.streams:
+                    stream._reader.push(output)
+                    if stream._on_output is not None:
+                        stream._queue_output(output)
             return True
         frame = decode_terminal_frame(data)
         if frame is None:
