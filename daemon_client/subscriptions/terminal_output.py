@@ -6,7 +6,8 @@ The reader thread appends (:meth:`OutputReader.push`, :meth:`OutputReader.end`) 
 blocking; the caller's thread waits, always with a timeout. Because the queue is filled by the
 reader thread and not by callbacks, pulling works in every ``callback_executor`` mode and from
 inside a callback. One condition variable guards the state; no user code runs under it, and no
-caller's pattern: ``expect()`` searches a copy of the unread text outside it.
+caller's pattern: ``expect()`` searches a copy of the unread text outside it, and consumes up to
+its match only if no other caller consumed meanwhile.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class OutputReader:
         self._queued = 0
         self._pending = ""  # taken by expect() and not consumed by a match yet (raw text)
         self._pending_cut = 0  # characters pushes dropped from the front of _pending, ever
-        self._reading = threading.Lock()  # held by the one output()/expect() call reading
+        self._consumed = 0  # callers' consumptions of _pending, ever (a match searched outside the lock checks it)
         self._ended: Ended | None = None
         self._waiting = 0  # callers in _changed.wait(): pushes notify only when there are some
         self._dropped = 0
@@ -136,16 +137,6 @@ class OutputReader:
         self._queued -= len(chunk)
         return chunk if isinstance(chunk, str) else decode_output(chunk)
 
-    def _enter(self, deadline: float | None) -> bool:
-        """Become the one caller reading (``output()`` and ``expect()`` calls take turns), in
-        slices of 0.5 s until ``deadline`` (``None``: no limit); False when it passed first."""
-        while True:
-            remaining = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
-            if self._reading.acquire(timeout=max(0.0, remaining)):
-                return True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-
     def _wait_locked(self, deadline: float | None) -> bool:
         """Under the lock: wait for output or the end, until ``deadline``; False when it passed."""
         while not self._chunks and self._ended is None:
@@ -164,20 +155,18 @@ class OutputReader:
         read, or when nothing arrived within ``timeout`` seconds (``None``: no limit)."""
         self._check_keeps("output()")
         deadline = None if timeout is None else time.monotonic() + timeout
-        if not self._enter(deadline):
-            return None
         try:
             with self._lock:
                 self._drop_oldest_locked()
                 if self._pending:
                     text, self._pending = self._pending, ""
+                    self._consumed += 1
                     return text
                 while True:
                     chunk = self._take_locked()
                     if chunk is not None or self._ended is not None or not self._wait_locked(deadline):
                         return chunk
         finally:
-            self._reading.release()
             self._log_first_drop()
 
     def _check_keeps(self, what: str) -> None:
@@ -210,16 +199,15 @@ class OutputReader:
         The pattern runs outside the lock the reader thread's pushes take, on a copy of the
         unread text: a slow pattern over a long backlog holds up this caller, never the reader.
         Pushes meanwhile may drop the oldest of that text (over the limit); the match then
-        consumes what is left of it up to the match's end."""
+        consumes what is left of it up to the match's end. If another caller consumed unread
+        output meanwhile (``output()``, another ``expect()``), the match is not used and what
+        is left is searched again."""
         self._check_keeps("expect()")
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
         deadline = None if timeout is None else time.monotonic() + timeout
-        if not self._enter(deadline):
-            raise self._timed_out(regex, timeout, "")
         try:
             return self._expect(regex, timeout, deadline, strip)
         finally:
-            self._reading.release()
             self._log_first_drop()
 
     def _expect(
@@ -230,18 +218,27 @@ class OutputReader:
             with self._lock:
                 while (chunk := self._take_locked()) is not None:
                     self._pending += chunk
-                text, cut_before, ended = self._pending, self._pending_cut, self._ended
+                text, cut_before, consumed, ended = self._pending, self._pending_cut, self._consumed, self._ended
+            stale = False
             if text is not searched:
                 found, end = _search(regex, text, strip)  # outside the lock: the pattern may be slow
-                if found is not None:
-                    with self._lock:  # pushes may have dropped the oldest text meanwhile
-                        self._pending = text[max(end, self._pending_cut - cut_before) :]
-                    return found
-                searched = text
-            if ended is not None:
+                if found is None:
+                    searched = text
+                else:
+                    with self._lock:
+                        stale = self._consumed != consumed  # another caller consumed: search again
+                        if not stale:
+                            # _pending is text less what pushes dropped from its front, plus what
+                            # other expect() calls moved in after it
+                            self._pending = self._pending[max(0, end - (self._pending_cut - cut_before)) :]
+                            self._consumed += 1
+                            return found
+            if ended is not None and not stale:
                 raise ended(_visible(text, strip))
-            with self._lock:
-                timed_out = self._pending is text and not self._wait_locked(deadline)
+            with self._lock:  # every turn looks at the clock: output that never matches times out too
+                timed_out = deadline is not None and time.monotonic() >= deadline
+                if not (timed_out or stale) and self._pending is text:
+                    timed_out = not self._wait_locked(deadline)
                 text = self._pending
             if timed_out:
                 raise self._timed_out(regex, timeout, _visible(text, strip))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 
 import pytest
 
@@ -326,31 +327,76 @@ def test_the_match_itself_may_have_been_dropped_meanwhile() -> None:
     assert reader.dropped == 19
 
 
-def test_output_and_expect_callers_take_turns() -> None:
+def test_a_match_found_while_another_caller_consumed_is_not_used() -> None:
     reader = OutputReader("t")
     reader.push(b"prompt$ rest")
     pattern = _GatedPattern(r"\$ ")
     waiter, result = _expect_in_thread(reader, pattern)
-    taken: list[str | None] = []
-    puller = threading.Thread(target=lambda: taken.append(reader.next_chunk(10)))
-    puller.start()
-    puller.join(0.2)
-    assert puller.is_alive()  # waits for the expect() in progress, does not take its text
+    assert reader.next_chunk(0) == "prompt$ rest"  # taken while the pattern searched a copy of it
     pattern.release.set()
+    reader.push(b"again$ ")
     waiter.join(10)
-    puller.join(10)
-    assert isinstance(result[0], re.Match)
-    assert taken == ["rest"]
+    found = result[0]
+    assert isinstance(found, re.Match)
+    assert found.string == "again$ "  # the first match was searched in text already consumed
+    assert pattern.searched[0] == "prompt$ rest"
+    assert pattern.searched[-1] == "again$ "
+    assert reader.next_chunk(0) is None
 
 
-def test_a_caller_waiting_its_turn_gives_up_at_its_timeout() -> None:
+def test_waiters_on_one_stream_wait_side_by_side() -> None:
     reader = OutputReader("t")
-    reader.push(b"x")
-    pattern = _GatedPattern("x")
-    waiter, result = _expect_in_thread(reader, pattern)
-    assert reader.next_chunk(0.05) is None
-    with pytest.raises(dc.ExpectTimeout, match=r"within 0\.05 s"):
-        reader.expect("x", 0.05, strip=False)
-    pattern.release.set()
+    results: list[str] = []
+    started = threading.Barrier(3)
+
+    def wait_for(pattern: str) -> None:
+        started.wait(10)
+        results.append(reader.expect(pattern, 10, strip=False).group(0))
+
+    waiters = [threading.Thread(target=wait_for, args=(pattern,)) for pattern in ("first", "second")]
+    for waiter in waiters:
+        waiter.start()
+    started.wait(10)
+    reader.push(b"first\n")  # whichever waiter searches first: "first" is consumed by its own waiter only
+    deadline = time.monotonic() + 10
+    while not results and time.monotonic() < deadline:
+        time.sleep(0.01)
+    reader.push(b"second\n")
+    for waiter in waiters:
+        waiter.join(10)
+    assert sorted(results) == ["first", "second"]
+
+
+class _SlowPattern:
+    """A pattern that never matches and takes a while to say so (the GIL is let go meanwhile)."""
+
+    pattern = "never"
+
+    def search(self, text: str) -> None:
+        time.sleep(0.01)
+
+
+def test_output_that_keeps_coming_and_never_matches_times_out() -> None:
+    reader = OutputReader("t", limit=1000)
+    stop = threading.Event()
+    raised: list[BaseException] = []
+
+    def spew() -> None:  # like `yes`: output without pause, so some is always queued after a search
+        while not stop.is_set():
+            reader.push(b"y\n")
+            time.sleep(0.001)
+
+    def wait() -> None:
+        try:
+            reader.expect(_SlowPattern(), 0.2, strip=False)  # type: ignore[arg-type]
+        except BaseException as exc:
+            raised.append(exc)
+
+    spewer, waiter = threading.Thread(target=spew), threading.Thread(target=wait)
+    spewer.start()
+    waiter.start()
     waiter.join(10)
-    assert isinstance(result[0], re.Match)
+    stop.set()
+    spewer.join(10)
+    assert not waiter.is_alive()  # else it never looked at its deadline
+    assert isinstance(raised[0], dc.ExpectTimeout)
