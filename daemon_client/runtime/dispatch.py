@@ -24,8 +24,9 @@ thread that runs the first callback (forgotten for good if a later one runs else
 pool has no single callback thread). Waiting on that thread for callback-delivered work
 raises :class:`WouldDeadlock` at once (:meth:`Dispatcher.check_can_wait`).
 
-Every exception a callback raises is caught here, logged with its traceback and passed
-to ``on_callback_error``; in strict mode it is also kept for :meth:`raise_errors`.
+Every exception a callback raises is caught here and handed to
+:class:`~daemon_client.runtime.callback_errors.CallbackErrors`: logged with its traceback and
+passed to ``on_callback_error``; in strict mode it is also kept for :meth:`raise_errors`.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-from daemon_client.errors import CallbackError, WouldDeadlock
+from daemon_client.errors import WouldDeadlock
 from daemon_client.runtime.affinity import pin_current_thread
 from daemon_client.runtime.backlog import Backlog, FlowControl
+from daemon_client.runtime.callback_errors import CallbackErrors
 
 Callback = Callable[[], None]
 A = TypeVar("A")
@@ -89,9 +91,8 @@ class Dispatcher:
         self._name = name
         self._thread_cpu = thread_cpu
         self._executor = executor
-        self._on_error = on_error
-        self._strict = strict
         self._log = logger or logging.getLogger("daemon_client.runtime.dispatch")
+        self._errors = CallbackErrors(on_error, strict=strict, logger=self._log)
         self._slow = slow_callback_seconds
         if flow_control is not None and not isinstance(flow_control, FlowControl):
             raise TypeError("flow_control must be a FlowControl or None")
@@ -109,8 +110,6 @@ class Dispatcher:
         self._wake = threading.Lock()  # a binary semaphore: released once per wake-up of an idle consumer
         self._wake.acquire()
         self._local = threading.local()
-        self._errors: list[BaseException] = []  # guarded by _errors_lock
-        self._errors_lock = threading.Lock()
         self._stopped = False  # guarded by _start_lock (read without it as a hint)
         self.posted = 0
         """Items queued so far (written under the queue's lock; read without it as a hint)."""
@@ -336,15 +335,7 @@ class Dispatcher:
     def report(self, exc: BaseException, fn: object) -> None:
         """A callback ``fn`` raised ``exc`` (callback thread): log it, keep it in strict mode, and
         pass it to ``on_callback_error``. For a job that calls user code without :meth:`invoke`."""
-        self._log.error("callback %r raised", fn, exc_info=exc)
-        if self._strict:
-            with self._errors_lock:
-                self._errors.append(exc)
-        if self._on_error is not None:
-            try:
-                self._on_error(exc)
-            except BaseException:  # noqa: BLE001
-                self._log.exception("on_callback_error raised")
+        self._errors.report(exc, fn)
 
     def _loop(self) -> None:
         pin_current_thread(self._thread_cpu)
@@ -462,12 +453,7 @@ class Dispatcher:
 
     def raise_errors(self) -> None:
         """Strict mode: raise :class:`CallbackError` for the first callback error kept so far."""
-        with self._errors_lock:
-            errors, self._errors = self._errors, []
-        if errors:
-            first = errors[0]
-            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise CallbackError(f"a callback raised {type(first).__name__}: {first}{more}") from first
+        self._errors.raise_first()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Run what is queued, then stop. Joins the dispatcher thread (bounded; never the current
