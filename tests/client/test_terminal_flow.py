@@ -140,3 +140,33 @@ def test_a_run_an_executor_refuses_releases_what_the_backlog_counted(fakes: Call
         assert got == ["frame 0005;"]
     finally:
         client.close()
+
+
+def test_output_queued_for_a_stream_released_meanwhile_is_counted_done(
+    fakes: Callable[..., FakeDaemon], make_client: Callable[..., dc.Client]
+) -> None:
+    fake = fakes()
+    client = make_client(fake)
+    client.connect()
+    terminal = client.terminals.create(cwd=CWD)
+    entered, gate = threading.Event(), threading.Event()
+    got: list[str] = []
+
+    def on_output(text: str) -> None:
+        got.append(text)
+        entered.set()
+        assert gate.wait(BOUND)
+
+    stream = terminal.stream(on_output=on_output, buffer_limit=0)
+    slot = stream.slot
+    fake.send_raw(_frame(slot, 0), binary=True)
+    assert entered.wait(BOUND)
+    for n in range(1, 50):
+        fake.send_raw(_frame(slot, n), binary=True)
+    client.ping()  # the 49 frames are queued behind the stuck callback
+    stream.release()
+    gate.set()
+    assert client.flush_callbacks(BOUND)
+    assert got == ["frame 0000;"]  # nothing after the release
+    assert client.stats().queued_events == 0
+    assert client.stats().queued_bytes == 0

@@ -400,3 +400,16 @@ def test_output_that_keeps_coming_and_never_matches_times_out() -> None:
     spewer.join(10)
     assert not waiter.is_alive()  # else it never looked at its deadline
     assert isinstance(raised[0], dc.ExpectTimeout)
+
+
+def test_an_end_while_a_pattern_searches_ends_the_wait() -> None:
+    reader = OutputReader("t")
+    reader.push(b"no prompt yet")
+    pattern = _GatedPattern(r"\$ $")
+    waiter, result = _expect_in_thread(reader, pattern)
+    reader.end(lambda output: dc.SubscriptionReleased(f"released with {output!r} unmatched"))
+    pattern.release.set()
+    waiter.join(10)
+    assert not waiter.is_alive()
+    assert isinstance(result[0], dc.SubscriptionReleased)
+    assert "'no prompt yet' unmatched" in str(result[0])
