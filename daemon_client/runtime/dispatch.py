@@ -54,16 +54,17 @@ _STOP = object()
 
 class CountedJob:
     """A job delivering items the backlog admitted one by one (a run of terminal output):
-    calling it delivers them and counts them done; :meth:`discard` counts them done without
-    delivering, for a job that will never run (an executor refused it)."""
+    calling it runs ``run``, which delivers them and counts them done; ``discard`` counts them
+    done without delivering, for a job that will never run (an executor refused it)."""
 
-    __slots__ = ()
+    __slots__ = ("_run", "discard")
+
+    def __init__(self, run: Callback, discard: Callback) -> None:
+        self._run = run
+        self.discard = discard
 
     def __call__(self) -> None:
-        raise NotImplementedError
-
-    def discard(self) -> None:
-        raise NotImplementedError
+        self._run()
 
 
 _ids = itertools.count(1)

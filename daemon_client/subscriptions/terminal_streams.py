@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import logging
 import re
 import threading
@@ -71,32 +72,6 @@ class StreamState(enum.Enum):
 
 
 _ACTIVE = (StreamState.PENDING, StreamState.ESTABLISHING, StreamState.LIVE)
-
-
-class _OutputJob(CountedJob):
-    """The job delivering one run of a stream's Output frames (each admitted by the backlog)."""
-
-    __slots__ = ("_batch", "_stream")
-
-    def __init__(self, stream: TerminalStream, batch: list[bytes]) -> None:
-        self._stream = stream
-        self._batch = batch  # grows on the reader thread until the job closes it
-
-    def __call__(self) -> None:
-        stream, batch = self._stream, self._batch
-        stream._close_batch(batch)
-        try:
-            stream._deliver_output(decode_output(batch[0] if len(batch) == 1 else b"".join(batch)))
-        finally:
-            self._count_done()
-
-    def discard(self) -> None:
-        self._stream._close_batch(self._batch)
-        self._count_done()
-
-    def _count_done(self) -> None:
-        batch = self._batch  # closed: no frame joins it any more
-        self._stream._manager.dispatcher.count_done(len(batch), sum(map(len, batch)))
 
 
 class TerminalStream:
@@ -241,13 +216,30 @@ class TerminalStream:
                 batch.append(output)
                 return
             batch = [output]
-            number = dispatcher.post_numbered(_OutputJob(self, batch))
+            job = CountedJob(
+                functools.partial(self._deliver_batch, batch), functools.partial(self._discard_batch, batch)
+            )
+            number = dispatcher.post_numbered(job)
             self._batch, self._batch_number = (batch, number) if number else (None, 0)  # 0: stopped
         if not number:
             dispatcher.backlog.cancel(cost)
 
+    def _deliver_batch(self, batch: list[bytes]) -> None:
+        """The batch's job, on the callback thread: one ``on_output`` call for its frames."""
+        self._close_batch(batch)
+        try:
+            self._deliver_output(decode_output(batch[0] if len(batch) == 1 else b"".join(batch)))
+        finally:
+            self._manager.dispatcher.count_done(len(batch), sum(map(len, batch)))
+
+    def _discard_batch(self, batch: list[bytes]) -> None:
+        """The batch's job will never run: what the backlog counted for it is released."""
+        self._close_batch(batch)
+        self._manager.dispatcher.count_done(len(batch), sum(map(len, batch)))
+
     def _close_batch(self, batch: list[bytes]) -> None:
-        """The callback thread, as the batch's job starts: later output goes to a new job."""
+        """As the batch's job starts (or is discarded): later output goes to a new job, and no
+        frame joins this batch any more."""
         with self._batch_lock:
             if self._batch is batch:
                 self._batch = None
@@ -471,7 +463,8 @@ class TerminalStreamManager:
             output = data[2:]  # decoded by the callback thread, and by output()/expect() when read
             if output:
                 for stream in feed.streams:
-                    stream._reader.push(output)
+                    if stream._reader.keeps:
+                        stream._reader.push(output)
                     if stream._on_output is not None:
                         stream._queue_output(output)
             return True

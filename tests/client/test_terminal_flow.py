@@ -25,6 +25,20 @@ def _frame(slot: int | None, n: int) -> bytes:
     return bytes((1, slot)) + b"frame %04d;" % n
 
 
+class _StuckCallback:
+    """An ``on_output`` that records what it gets and is stuck in its calls until released."""
+
+    def __init__(self) -> None:
+        self.got: list[str] = []
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def __call__(self, text: str) -> None:
+        self.got.append(text)
+        self.entered.set()
+        assert self.gate.wait(BOUND)
+
+
 def _all_output(stream: dc.TerminalStream) -> str:
     return "".join(stream.output(timeout=0))
 
@@ -39,15 +53,8 @@ def test_output_over_the_limit_is_skipped_for_on_output_and_resumes_after_draini
     client = make_client(fake, flow_control=dc.FlowControl(max_events=20))
     client.connect()
     terminal = client.terminals.create(cwd=CWD)
-    entered, gate = threading.Event(), threading.Event()
-    got: list[str] = []
-
-    def on_output(text: str) -> None:
-        got.append(text)
-        if not entered.is_set():
-            entered.set()
-            assert gate.wait(BOUND)  # the callback thread is stuck here while output floods in
-
+    on_output = _StuckCallback()  # the callback thread is stuck in it while output floods in
+    got, entered, gate = on_output.got, on_output.entered, on_output.gate
     stream = terminal.stream(on_output=on_output, buffer_limit=10**7)
     fake.send_raw(_frame(stream.slot, 0), binary=True)
     assert entered.wait(BOUND)
@@ -87,13 +94,8 @@ def test_without_limits_nothing_is_skipped(
     client = make_client(fake, flow_control=dc.FlowControl(None, None))
     client.connect()
     terminal = client.terminals.create(cwd=CWD)
-    gate = threading.Event()
-    got: list[str] = []
-
-    def on_output(text: str) -> None:
-        got.append(text)
-        assert gate.wait(BOUND)
-
+    on_output = _StuckCallback()
+    got, gate = on_output.got, on_output.gate
     stream = terminal.stream(on_output=on_output, buffer_limit=0)
     for n in range(500):
         fake.send_raw(_frame(stream.slot, n), binary=True)
@@ -149,14 +151,8 @@ def test_output_queued_for_a_stream_released_meanwhile_is_counted_done(
     client = make_client(fake)
     client.connect()
     terminal = client.terminals.create(cwd=CWD)
-    entered, gate = threading.Event(), threading.Event()
-    got: list[str] = []
-
-    def on_output(text: str) -> None:
-        got.append(text)
-        entered.set()
-        assert gate.wait(BOUND)
-
+    on_output = _StuckCallback()
+    got, entered, gate = on_output.got, on_output.entered, on_output.gate
     stream = terminal.stream(on_output=on_output, buffer_limit=0)
     slot = stream.slot
     fake.send_raw(_frame(slot, 0), binary=True)
