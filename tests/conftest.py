@@ -95,3 +95,16 @@ def fakes() -> Iterator[Callable[..., FakeDaemon]]:
     yield make
     for fake in made:
         fake.close()
+
+
+@pytest.fixture
+def connected(fakes: Callable[..., FakeDaemon], make_client: Callable[..., Client]) -> Callable[..., tuple[FakeDaemon, Client]]:
+    """``connected(kind="capable", **fake_options)``: a fake daemon and a client connected to it."""
+
+    def make(kind: str = "capable", **options: object) -> tuple[FakeDaemon, Client]:
+        fake = fakes(kind, **options)
+        client = make_client(fake)
+        client.connect()
+        return fake, client
+
+    return make
