@@ -11,10 +11,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from daemon_client.agent_controls import AgentControls as AgentControls
-    from daemon_client.agent_create import AgentConfig as AgentConfig
-    from daemon_client.agent_handle import AgentHandle as AgentHandle
-    from daemon_client.agent_handle import RunResult as RunResult
+    from daemon_client.api.agents.controls import AgentControls as AgentControls
+    from daemon_client.api.agents.create import AgentConfig as AgentConfig
+    from daemon_client.api.agents.handle import AgentHandle as AgentHandle
+    from daemon_client.api.agents.handle import RunResult as RunResult
+    from daemon_client.api.agents.timeline import AgentTimeline as AgentTimeline
+    from daemon_client.api.agents.timeline import TimelineStream as TimelineStream
+    from daemon_client.api.projects import ProjectCache as ProjectCache
+    from daemon_client.api.projects import ProjectChange as ProjectChange
+    from daemon_client.api.terminals.handle import TerminalHandle as TerminalHandle
+    from daemon_client.api.terminals.namespace import WorkspaceTerminals as WorkspaceTerminals
+    from daemon_client.api.workspaces.namespace import WorkspaceHandle as WorkspaceHandle
+    from daemon_client.api.workspaces.workspace_agents import WorkspaceAgents as WorkspaceAgents
     from daemon_client.client import Client as Client
     from daemon_client.client import connect as connect
     from daemon_client.config import DEFAULT_APP_VERSION as DEFAULT_APP_VERSION
@@ -49,8 +57,6 @@ if TYPE_CHECKING:
     from daemon_client.errors import UnsupportedByHost as UnsupportedByHost
     from daemon_client.errors import WouldDeadlock as WouldDeadlock
     from daemon_client.errors import check_reply as check_reply
-    from daemon_client.projects import ProjectCache as ProjectCache
-    from daemon_client.projects import ProjectChange as ProjectChange
     from daemon_client.protocol.agent_settings import AgentCommand as AgentCommand
     from daemon_client.protocol.agent_settings import ForkAttachment as ForkAttachment
     from daemon_client.protocol.agent_settings import ForkContext as ForkContext
@@ -141,25 +147,19 @@ if TYPE_CHECKING:
     from daemon_client.subscriptions.terminal_streams import TerminalStream as TerminalStream
     from daemon_client.subscriptions.timeline import TimelineAck as TimelineAck
     from daemon_client.subscriptions.timeline import TimelineSubscription as TimelineSubscription
-    from daemon_client.terminal_handle import TerminalHandle as TerminalHandle
-    from daemon_client.terminals import WorkspaceTerminals as WorkspaceTerminals
-    from daemon_client.timeline import AgentTimeline as AgentTimeline
-    from daemon_client.timeline import TimelineStream as TimelineStream
     from daemon_client.transport.relay import RelayStats as RelayStats
-    from daemon_client.workspace_create import WorkspaceAgents as WorkspaceAgents
-    from daemon_client.workspaces import WorkspaceHandle as WorkspaceHandle
 
 _LAZY: dict[str, str] = {
     "AgentCommand": "daemon_client.protocol.agent_settings",
-    "AgentConfig": "daemon_client.agent_create",
-    "AgentControls": "daemon_client.agent_controls",
+    "AgentConfig": "daemon_client.api.agents.create",
+    "AgentControls": "daemon_client.api.agents.controls",
     "AgentCreateError": "daemon_client.errors",
     "AgentEntry": "daemon_client.protocol.agents",
     "AgentFilter": "daemon_client.protocol.directory",
-    "AgentHandle": "daemon_client.agent_handle",
+    "AgentHandle": "daemon_client.api.agents.handle",
     "AgentListResult": "daemon_client.protocol.directory",
     "AgentSnapshot": "daemon_client.protocol.agents",
-    "AgentTimeline": "daemon_client.timeline",
+    "AgentTimeline": "daemon_client.api.agents.timeline",
     "AgentUpdate": "daemon_client.protocol.directory",
     "AssistantMessage": "daemon_client.protocol.timeline",
     "AttentionRequired": "daemon_client.protocol.timeline",
@@ -201,8 +201,8 @@ _LAZY: dict[str, str] = {
     "PageInfo": "daemon_client.protocol.directory",
     "PermissionRequested": "daemon_client.protocol.timeline",
     "PermissionResolved": "daemon_client.protocol.timeline",
-    "ProjectCache": "daemon_client.projects",
-    "ProjectChange": "daemon_client.projects",
+    "ProjectCache": "daemon_client.api.projects",
+    "ProjectChange": "daemon_client.api.projects",
     "ProjectList": "daemon_client.protocol.projects",
     "ProjectPlacement": "daemon_client.protocol.agents",
     "ProjectSync": "daemon_client.protocol.projects",
@@ -224,7 +224,7 @@ _LAZY: dict[str, str] = {
     "RequestTimeout": "daemon_client.errors",
     "Resolution": "daemon_client.discovery",
     "RpcError": "daemon_client.errors",
-    "RunResult": "daemon_client.agent_handle",
+    "RunResult": "daemon_client.api.agents.handle",
     "ServerInfo": "daemon_client.protocol.models",
     "SessionMessage": "daemon_client.protocol.models",
     "SessionPong": "daemon_client.protocol.models",
@@ -241,7 +241,7 @@ _LAZY: dict[str, str] = {
     "TerminalCursor": "daemon_client.protocol.terminals",
     "TerminalDirectorySubscription": "daemon_client.subscriptions.terminal_directory",
     "TerminalExited": "daemon_client.errors",
-    "TerminalHandle": "daemon_client.terminal_handle",
+    "TerminalHandle": "daemon_client.api.terminals.handle",
     "TerminalInfo": "daemon_client.protocol.terminals",
     "TerminalList": "daemon_client.protocol.terminals",
     "TerminalState": "daemon_client.protocol.terminals",
@@ -254,7 +254,7 @@ _LAZY: dict[str, str] = {
     "TimelineEntry": "daemon_client.protocol.timeline",
     "TimelineEvent": "daemon_client.protocol.timeline",
     "TimelinePage": "daemon_client.protocol.timeline",
-    "TimelineStream": "daemon_client.timeline",
+    "TimelineStream": "daemon_client.api.agents.timeline",
     "TimelineSubscription": "daemon_client.subscriptions.timeline",
     "TimelineUpdate": "daemon_client.protocol.timeline",
     "Todo": "daemon_client.protocol.timeline",
@@ -270,13 +270,13 @@ _LAZY: dict[str, str] = {
     "UnsupportedByHost": "daemon_client.errors",
     "UsageWindow": "daemon_client.protocol.provider_usage",
     "UserMessage": "daemon_client.protocol.timeline",
-    "WorkspaceAgents": "daemon_client.workspace_create",
+    "WorkspaceAgents": "daemon_client.api.workspaces.workspace_agents",
     "WorkspaceDescriptor": "daemon_client.protocol.workspaces",
     "WorkspaceFilter": "daemon_client.protocol.directory",
-    "WorkspaceHandle": "daemon_client.workspaces",
+    "WorkspaceHandle": "daemon_client.api.workspaces.namespace",
     "WorkspaceListResult": "daemon_client.protocol.directory",
     "WorkspaceProjectDescriptor": "daemon_client.protocol.workspaces",
-    "WorkspaceTerminals": "daemon_client.terminals",
+    "WorkspaceTerminals": "daemon_client.api.terminals.namespace",
     "WorkspaceUpdate": "daemon_client.protocol.directory",
     "Worktree": "daemon_client.protocol.worktrees",
     "WorktreeArchive": "daemon_client.protocol.worktrees",

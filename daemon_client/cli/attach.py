@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, TextIO
 
+from daemon_client.api.terminals.handle import TerminalHandle
 from daemon_client.cli.terminals import Connect, find_terminal
 from daemon_client.protocol.terminals import TerminalState
-from daemon_client.terminal_handle import TerminalHandle
 
 DEFAULT_DETACH_KEY = "^]"
 ENTER_SCREEN = "\x1b[?1049h\x1b[H\x1b[2J"

@@ -5,7 +5,7 @@ The daemon resolves the name (``fetch_agent_request``); runs on the main thread.
 
 from __future__ import annotations
 
-from daemon_client.agent_handle import AgentHandle
+from daemon_client.api.agents.handle import AgentHandle
 from daemon_client.cli.exit_codes import CliError
 from daemon_client.client import Client
 from daemon_client.errors import RpcError

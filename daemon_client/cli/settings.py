@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from daemon_client.agent_handle import AgentHandle
+from daemon_client.api.agents.handle import AgentHandle
 from daemon_client.cli.exit_codes import USAGE, CliError
 from daemon_client.cli.render import table
 from daemon_client.client import Client

@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from daemon_client.api.terminals.handle import TerminalHandle
 from daemon_client.cli.render import table, to_json
 from daemon_client.client import Client
 from daemon_client.errors import DaemonClientError
 from daemon_client.protocol.terminals import TerminalState
-from daemon_client.terminal_handle import TerminalHandle
 
 Connect = Callable[[argparse.Namespace], Client]
 """Makes the connected client of a command from its arguments."""

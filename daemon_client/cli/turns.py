@@ -17,7 +17,7 @@ import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from daemon_client.agent_handle import AgentHandle, RunResult
+from daemon_client.api.agents.handle import AgentHandle, RunResult
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK, CliError
 from daemon_client.cli.follow import TICK

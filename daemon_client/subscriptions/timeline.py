@@ -34,7 +34,7 @@ from daemon_client.subscriptions.membership import (
     deliver,
 )
 
-_log = logging.getLogger("daemon_client.timeline")
+_log = logging.getLogger("daemon_client.api.agents.timeline")
 TimelineHandler = Callable[[TimelineUpdate], object]
 _LIVE = State.LIVE
 TimelineAck = MembershipAck

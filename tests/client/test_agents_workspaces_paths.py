@@ -197,7 +197,7 @@ def test_an_unreadable_placement_in_a_snapshot_keeps_the_known_project(connected
 
 
 def test_a_workspaces_namespace_built_without_agents_or_terminals_says_so(connected) -> None:
-    from daemon_client.workspaces import WorkspacesNamespace
+    from daemon_client.api.workspaces.namespace import WorkspacesNamespace
 
     fake, client = connected()
     descriptor = client.workspaces.open(CWD).current()

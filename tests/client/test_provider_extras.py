@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import daemon_client as dc
-from daemon_client.host_gates import require_feature
+from daemon_client.api.common.feature_gates import require_feature
 from daemon_client.protocol import RpcErrorPayload, decode_frame, parse_server_info, structure
 from daemon_client.protocol.agents import AgentFeature, AgentMode
 from daemon_client.protocol.provider_usage import parse_usage

@@ -14,7 +14,7 @@ from daemon_client.protocol import decode_frame, structure
 from daemon_client.protocol.directory import parse_workspace_list, parse_workspace_update
 from daemon_client.protocol.worktrees import WorktreeArchive, WorktreeInfo, create_message
 from daemon_client.testing import FakeDaemon
-from daemon_client.workspace_create import WORKTREE_REFUSAL
+from daemon_client.api.workspaces.create import WORKTREE_REFUSAL
 
 from ..conftest import KINDS, TRANSPORTS
 from .lossless import assert_lossless, replay, session_frames, transcript

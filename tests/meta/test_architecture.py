@@ -107,10 +107,12 @@ def test_the_layer_contract_is_kept() -> None:
 @pytest.mark.parametrize(
     ("module", "violation"),
     [
-        ("runtime/timers.py", "import daemon_client.agents"),  # the runtime imports the API
+        ("runtime/timers.py", "import daemon_client.api.agents.namespace"),  # the runtime imports the API
         ("protocol/hosts.py", "import daemon_client.runtime.dispatch"),  # protocol imports the runtime
-        ("agents.py", "import daemon_client.runtime.connection"),  # the API bypasses the context
+        ("api/agents/namespace.py", "import daemon_client.runtime.connection"),  # the API bypasses the context
         ("testing/threads.py", "import daemon_client.subscriptions.lifecycle"),  # testing uses internals
+        # an annotation counts too: a TYPE_CHECKING import may not point upwards
+        ("subscriptions/flow.py", "import typing\nif typing.TYPE_CHECKING:\n    import daemon_client.api.projects"),
     ],
 )
 def test_a_violating_import_breaks_the_contract(tmp_path: Path, module: str, violation: str) -> None:
@@ -124,50 +126,66 @@ def test_a_violating_import_breaks_the_contract(tmp_path: Path, module: str, vio
     assert "BROKEN" in result.stdout
 
 
-def _runtime_imports(tree: ast.Module, module: str) -> set[str]:
-    """Modules of the package imported when ``module`` is imported (not under TYPE_CHECKING,
-    not inside functions)."""
-    imported: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            continue
-        if isinstance(node, ast.Import):
-            imported.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            imported.add(node.module)
-            imported.update(f"{node.module}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level:
-            base = module.rsplit(".", node.level)[0]
-            imported.add(f"{base}.{node.module}" if node.module else base)
-    return {name for name in imported if name.startswith("daemon_client")}
+def import_cycles(package: str = "daemon_client") -> list[list[str]]:
+    """Every set of modules that import each other in a circle, counting every import: those
+    under ``TYPE_CHECKING`` and inside functions too (an import of an ancestor package is no
+    edge: it is always imported first)."""
+    import grimp
 
-
-def test_no_import_cycle_at_run_time() -> None:
-    graph: dict[str, set[str]] = {}
-    trees = {module: tree for module, _path, tree in _modules()}
-    for module, tree in trees.items():
-        # an ancestor package is always imported before its submodules: an edge to it is no cycle
+    graph = grimp.build_graph(package, exclude_type_checking_imports=False, cache_dir=None)
+    edges: dict[str, set[str]] = {}
+    for module in graph.modules:
         ancestors = {".".join(module.split(".")[:depth]) for depth in range(1, module.count(".") + 1)}
-        imported = _runtime_imports(tree, module) & set(trees)
-        graph[module] = imported - ancestors - {module}
+        edges[module] = set(graph.find_modules_directly_imported_by(module)) - ancestors - {module}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
     cycles: list[list[str]] = []
-    state: dict[str, int] = {}
 
-    def visit(node: str, stack: list[str]) -> None:
-        state[node] = 1
+    def strongly_connect(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
         stack.append(node)
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == 1:
-                cycles.append([*stack[stack.index(nxt) :], nxt])
-            elif nxt not in state:
-                visit(nxt, stack)
-        stack.pop()
-        state[node] = 2
+        for nxt in sorted(edges[node]):
+            if nxt not in index:
+                strongly_connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = [stack.pop()]
+            while component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(component))
 
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [])
-    assert cycles == []
+    for node in sorted(edges):
+        if node not in index:
+            strongly_connect(node)
+    return cycles
+
+
+def test_no_import_cycle_annotations_included() -> None:
+    assert import_cycles() == []
+
+
+def test_the_cycle_check_finds_a_planted_annotation_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "cyclic"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("import cyclic.b\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import cyclic.a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert import_cycles("cyclic") == [["cyclic.a", "cyclic.b"]]
+
+
+MAX_ROOT_MODULES = 12
+
+
+def test_the_package_root_keeps_few_modules() -> None:
+    """The tree shows the architecture: the root holds the public values and the entry points,
+    everything else lives in a folder named for its layer."""
+    root_modules = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(root_modules) <= MAX_ROOT_MODULES, root_modules
 
 
 def _type_checking_names(path: Path) -> set[str]:

@@ -199,7 +199,7 @@ def test_the_name_check_catches_a_missing_name() -> None:
 
 
 def test_the_reference_check_sees_what_classes_hand_out() -> None:
-    from daemon_client.agents import AgentsNamespace
+    from daemon_client.api.agents.namespace import AgentsNamespace
     from daemon_client.testing.fake.runs.runs import FakeRuns
 
     assert ("agents", AgentsNamespace) in set(_handed_out(daemon_client.Client))

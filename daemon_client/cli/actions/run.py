@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from daemon_client.agent_create import AgentConfig
+from daemon_client.api.agents.create import AgentConfig
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK
 from daemon_client.cli.lookup import find_agent

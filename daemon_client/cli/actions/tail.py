@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Iterator
 
-from daemon_client.agent_handle import AgentHandle
+from daemon_client.api.agents.handle import AgentHandle
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK, USAGE, CliError
 from daemon_client.cli.json_render import entry_json

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from daemon_client.errors import PairingError
 from daemon_client.transport.base import (
@@ -35,9 +35,6 @@ from daemon_client.transport.base import (
     TransportFailed,
 )
 from daemon_client.transport.relay.crypto import DecryptError, FrameBox, InvalidPeerKey, KeyPair, shared_key
-
-if TYPE_CHECKING:
-    from daemon_client.transport.relay.factory import RelayTransportFactory
 
 CLOSE_SERVER_DISCONNECTED = 1012
 """How the relay closes a client socket when the daemon's side ended, whatever its reason."""
@@ -68,6 +65,20 @@ def _http_status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+class ChannelCounters(Protocol):
+    """Where a channel reports what happened on its socket (the factory's counters)."""
+
+    def note_handshake(self) -> None: ...
+
+    def note_handshake_failure(self) -> None: ...
+
+    def note_confirmed(self) -> None: ...
+
+    def note_rejected(self) -> None: ...
+
+    def note_unconfirmed_close(self) -> int: ...
+
+
 class RelayTransport:
     """A :class:`~daemon_client.transport.base.Transport` through a relay; see the module docstring."""
 
@@ -75,7 +86,7 @@ class RelayTransport:
         self,
         base: Transport,
         daemon_public_key: bytes,
-        owner: RelayTransportFactory,
+        owner: ChannelCounters,
         logger: logging.Logger,
         hello_interval: float = HELLO_INTERVAL,
     ) -> None:

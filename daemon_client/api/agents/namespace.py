@@ -12,12 +12,11 @@ from typing import Any
 
 import attrs
 
-from daemon_client.agent_create import AgentConfig, build_create_message, created_agent
-from daemon_client.agent_handle import AgentHandle
-from daemon_client.directory_namespace import DirectoryNamespace, HandleUpdate, SubscribeArg
-from daemon_client.errors import check_reply
-from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, ProjectPlacement
-from daemon_client.protocol.codec import structure
+from daemon_client.api.agents.create import AgentConfig, build_create_message, created_agent
+from daemon_client.api.agents.handle import AgentHandle
+from daemon_client.api.agents.reads import fetch_agent
+from daemon_client.api.common.directory_namespace import DirectoryNamespace, HandleUpdate, SubscribeArg
+from daemon_client.protocol.agents import AgentEntry, AgentSnapshot
 from daemon_client.protocol.directory import (
     AGENT_SORT_KEYS,
     AgentFilter,
@@ -30,7 +29,6 @@ from daemon_client.protocol.directory import (
     parse_agent_update,
     sort_to_wire,
 )
-from daemon_client.protocol.lenient import structure_optional
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
 from daemon_client.subscriptions.timeline import TimelineManager
@@ -161,27 +159,14 @@ class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEnt
         return self._ref(snapshot.id if snapshot is not None else str(agent), snapshot)
 
     def _new_handle(self, item_id: str, known: AgentEntry | None, snapshot: AgentSnapshot | None) -> AgentHandle:
-        handle = AgentHandle(
-            self, self._context, self._timelines, item_id, snapshot or (known.agent if known else None)
-        )
+        handle = AgentHandle(self._context, self._timelines, item_id, snapshot or (known.agent if known else None))
         if known is not None and known.project is not None:
             handle.note_project(known.project)
         return handle
 
     def fetch(self, agent_id: str, *, timeout: float | None = None) -> AgentSnapshot | None:
         """Read one agent by ID, unique ID prefix or exact title; ``None`` if unknown."""
-        return self.fetch_with_project(agent_id, timeout=timeout)[0]
-
-    def fetch_with_project(
-        self, agent_id: str, *, timeout: float | None = None
-    ) -> tuple[AgentSnapshot | None, ProjectPlacement | None]:
-        payload = self._context.request({"type": "fetch_agent_request", "agentId": agent_id}, timeout=timeout)
-        check_reply(payload, "fetch_agent_request")
-        agent = payload.get("agent")
-        project = payload.get("project")
-        snapshot = structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None
-        placement = structure_optional(project, ProjectPlacement, "project")
-        return snapshot, placement
+        return fetch_agent(self._context, agent_id, timeout)[0]
 
     def _interpret(self, message: AgentMessage) -> HandleUpdate[AgentMessage] | None:
         update = message.payload

@@ -19,17 +19,18 @@ from daemon_client.runtime.context import ClientContext
 from daemon_client.runtime.pushes import PushHandler, PushRegistry
 
 if TYPE_CHECKING:
-    from daemon_client.agents import AgentsNamespace
-    from daemon_client.config_namespace import ConfigNamespace
-    from daemon_client.projects import ProjectsNamespace
-    from daemon_client.providers import ProvidersNamespace
+    from daemon_client.api.agents.namespace import AgentsNamespace
+    from daemon_client.api.daemon_config import ConfigNamespace
+    from daemon_client.api.projects import ProjectsNamespace
+    from daemon_client.api.providers.namespace import ProvidersNamespace
+    from daemon_client.api.terminals.namespace import TerminalsNamespace
+    from daemon_client.api.workspaces.namespace import WorkspacesNamespace
+    from daemon_client.protocol.workspaces import WorkspaceDescriptor
     from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager
     from daemon_client.subscriptions.events import EventManager
     from daemon_client.subscriptions.flow import ClientStats, FlowPolicy
     from daemon_client.subscriptions.lifecycle import LifecycleHooks, SubscriptionLink
     from daemon_client.subscriptions.timeline import TimelineManager
-    from daemon_client.terminals import TerminalsNamespace
-    from daemon_client.workspaces import WorkspacesNamespace
 
 T = TypeVar("T")
 
@@ -108,8 +109,8 @@ class Namespaces:
 
     def events(self) -> EventManager:
         def build() -> EventManager:
-            from daemon_client.projects import EVENT as PROJECTS_EVENT
-            from daemon_client.providers import EVENT as PROVIDERS_EVENT
+            from daemon_client.api.projects import EVENT as PROJECTS_EVENT
+            from daemon_client.api.providers.namespace import EVENT as PROVIDERS_EVENT
             from daemon_client.subscriptions.events import EventManager
 
             manager = EventManager(self._link())
@@ -120,7 +121,7 @@ class Namespaces:
 
     def agents(self) -> AgentsNamespace:
         def build() -> AgentsNamespace:
-            from daemon_client.agents import AGENTS, AgentsNamespace
+            from daemon_client.api.agents.namespace import AGENTS, AgentsNamespace
 
             return AgentsNamespace(self._context, self._directory(AGENTS), self.timelines())
 
@@ -128,7 +129,7 @@ class Namespaces:
 
     def workspaces(self) -> WorkspacesNamespace:
         def build() -> WorkspacesNamespace:
-            from daemon_client.workspaces import WORKSPACES, WorkspacesNamespace
+            from daemon_client.api.workspaces.namespace import WORKSPACES, WorkspacesNamespace
 
             return WorkspacesNamespace(self._context, self._directory(WORKSPACES), self.agents, self.terminals)
 
@@ -136,7 +137,7 @@ class Namespaces:
 
     def providers(self) -> ProvidersNamespace:
         def build() -> ProvidersNamespace:
-            from daemon_client.providers import ProvidersNamespace
+            from daemon_client.api.providers.namespace import ProvidersNamespace
 
             return ProvidersNamespace(self._context, self.events())
 
@@ -144,7 +145,7 @@ class Namespaces:
 
     def projects(self) -> ProjectsNamespace:
         def build() -> ProjectsNamespace:
-            from daemon_client.projects import ProjectsNamespace
+            from daemon_client.api.projects import ProjectsNamespace
 
             return ProjectsNamespace(self._context, self.events(), self.workspaces)
 
@@ -152,7 +153,7 @@ class Namespaces:
 
     def config(self) -> ConfigNamespace:
         def build() -> ConfigNamespace:
-            from daemon_client.config_namespace import ConfigNamespace
+            from daemon_client.api.daemon_config import ConfigNamespace
             from daemon_client.protocol.config import parse_config
             from daemon_client.subscriptions.config import ConfigManager
 
@@ -165,9 +166,9 @@ class Namespaces:
 
     def terminals(self) -> TerminalsNamespace:
         def build() -> TerminalsNamespace:
+            from daemon_client.api.terminals.namespace import TerminalsNamespace
             from daemon_client.subscriptions.terminal_directory import UPDATE_TYPE, TerminalDirectoryManager
             from daemon_client.subscriptions.terminal_streams import EXIT_PUSH, TerminalStreamManager
-            from daemon_client.terminals import TerminalsNamespace
 
             send = self._connection.send_message
             streams = TerminalStreamManager(self._link(), send)
@@ -175,9 +176,12 @@ class Namespaces:
             self._connection.set_binary_router(streams.route_binary)
             directory = TerminalDirectoryManager(self._link(), send)
             self._attach(directory, {UPDATE_TYPE: directory.route})
-            return TerminalsNamespace(self._context, streams, directory, self.workspaces)
+            return TerminalsNamespace(self._context, streams, directory, self._find_workspace)
 
         return self._get("terminals", build)
+
+    def _find_workspace(self, workspace_id: str, timeout: float | None) -> WorkspaceDescriptor | None:
+        return self.workspaces().find(workspace_id, timeout=timeout)
 
     def dispose(self) -> None:
         """After ``close()``: every manager built fails its pending work and detaches."""

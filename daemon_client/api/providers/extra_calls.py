@@ -1,7 +1,7 @@
 """The remaining provider calls (protocol.md 12.6): features of a draft configuration, a
 provider's diagnostic, and usage (newer daemons).
 
-Functions used by :class:`~daemon_client.providers.ProvidersNamespace`; they run on the caller's
+Functions used by :class:`~daemon_client.api.providers.namespace.ProvidersNamespace`; they run on the caller's
 thread and block with the request family's timeout.
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.api.common.feature_gates import require_feature
 from daemon_client.errors import ProtocolError, check_reply
-from daemon_client.host_gates import require_feature
 from daemon_client.protocol.agents import AgentFeature
 from daemon_client.protocol.lenient import structure_each
 from daemon_client.protocol.provider_usage import ProviderUsageList, parse_usage
 
 if TYPE_CHECKING:
-    from daemon_client.agent_create import AgentConfig
+    from daemon_client.api.agents.create import AgentConfig
     from daemon_client.runtime.context import ClientContext
 
 FEATURES = "list_provider_features_request"

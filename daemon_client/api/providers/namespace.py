@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
-from daemon_client import provider_extras
+from daemon_client.api.providers import extra_calls as provider_extras
 from daemon_client.errors import ConnectionLost, NotConnected, ProvidersNotReady, check_reply
 from daemon_client.protocol.agents import AgentFeature, AgentMode
 from daemon_client.protocol.lenient import structure_each
@@ -30,7 +30,7 @@ from daemon_client.protocol.providers import (
 from daemon_client.subscriptions.events import EventManager, EventSubscription
 
 if TYPE_CHECKING:
-    from daemon_client.agent_create import AgentConfig
+    from daemon_client.api.agents.create import AgentConfig
     from daemon_client.runtime.context import ClientContext
 
 EVENT = "providers_snapshot_update"

@@ -18,8 +18,9 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from daemon_client.api.terminals.handle import TerminalHandle, check_size
 from daemon_client.errors import DaemonClientError, NotConnected, ProtocolError, UnsupportedByHost, check_reply
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.terminals import TerminalInfo, TerminalList, TerminalsChanged, parse_terminal_list
@@ -30,10 +31,12 @@ from daemon_client.subscriptions.terminal_directory import (
     TerminalDirectorySubscription,
 )
 from daemon_client.subscriptions.terminal_streams import TerminalStreamManager
-from daemon_client.terminal_handle import TerminalHandle, check_size
 
 if TYPE_CHECKING:
-    from daemon_client.workspaces import WorkspaceHandle, WorkspacesNamespace
+    from daemon_client.protocol.workspaces import WorkspaceDescriptor
+
+WorkspaceFinder = Callable[[str, "float | None"], "WorkspaceDescriptor | None"]
+"""Looks a workspace up by ID in the daemon's directory (``client.workspaces.find``)."""
 
 FEATURE = "workspaceTerminals"
 """The ``server_info.features`` flag of workspace-scoped terminals (Paseo v0.7.3 and newer)."""
@@ -64,12 +67,12 @@ class TerminalsNamespace:
         context: ClientContext,
         streams: TerminalStreamManager,
         directory: TerminalDirectoryManager,
-        workspaces: Callable[[], WorkspacesNamespace],
+        find_workspace: WorkspaceFinder,
     ) -> None:
         self._context = context
         self._streams = streams
         self._directory = directory
-        self._workspaces = workspaces
+        self._find_workspace = find_workspace
         self._handles: weakref.WeakValueDictionary[str, TerminalHandle] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
 
@@ -92,7 +95,7 @@ class TerminalsNamespace:
             )
 
     def _workspace_directory(self, workspace_id: str, timeout: float | None) -> str:
-        found = self._workspaces().find(workspace_id, timeout=timeout)
+        found = self._find_workspace(workspace_id, timeout)
         if found is None or not found.directory:
             raise DaemonClientError(f"no workspace {workspace_id!r} with a directory in the daemon's directory")
         return found.directory
@@ -216,11 +219,21 @@ class TerminalsNamespace:
         return self._directory.add(subscription)
 
 
+class WorkspaceRef(Protocol):
+    """What ``workspace.terminals`` needs of its workspace: its ID and directory."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def directory(self) -> str | None: ...
+
+
 class WorkspaceTerminals:
     """``workspace.terminals``: the terminal calls with the workspace filled in (hosts with
     workspace terminals; ``UnsupportedByHost`` elsewhere)."""
 
-    def __init__(self, terminals: TerminalsNamespace, workspace: WorkspaceHandle) -> None:
+    def __init__(self, terminals: TerminalsNamespace, workspace: WorkspaceRef) -> None:
         self._terminals = terminals
         self._workspace = workspace
 

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from daemon_client.agent_controls import AgentControls
+from daemon_client.api.agents.controls import AgentControls
+from daemon_client.api.agents.reads import fetch_agent
+from daemon_client.api.agents.timeline import AgentTimeline
+from daemon_client.api.agents.turn_outcome import NoObserver, TurnObserver
+from daemon_client.api.common.local_handle import LocalHandle
 from daemon_client.errors import RequestTimeout, check_reply
-from daemon_client.handles import LocalHandle
 from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.lenient import structure_optional
 from daemon_client.protocol.models import SessionMessage
-from daemon_client.timeline import AgentTimeline
-from daemon_client.turn_outcome import NoObserver, TurnObserver
 
 if TYPE_CHECKING:
-    from daemon_client.agents import AgentsNamespace
     from daemon_client.runtime.context import ClientContext
     from daemon_client.subscriptions.timeline import TimelineManager
 
@@ -66,17 +66,15 @@ class AgentHandle(LocalHandle[AgentSnapshot], AgentControls):
 
     def __init__(
         self,
-        agents: AgentsNamespace,
         context: ClientContext,
         timelines: TimelineManager,
         agent_id: str,
         snapshot: AgentSnapshot | None = None,
     ) -> None:
         super().__init__(agent_id, snapshot)
-        self._agents = agents
         self._context = context
         self._project: ProjectPlacement | None = None
-        self.timeline = AgentTimeline(self, timelines, context)
+        self.timeline = AgentTimeline(agent_id, self.note_snapshot, timelines, context)
         """This agent's timeline: ``subscribe``, ``refetch``, ``pages``, ``stream``."""
 
     @property
@@ -97,7 +95,7 @@ class AgentHandle(LocalHandle[AgentSnapshot], AgentControls):
 
     def refresh(self, timeout: float | None = None) -> AgentSnapshot | None:
         """Fetch the agent (``fetch_agent_request``); raises ``RpcError`` if the daemon does not know it."""
-        snapshot, project = self._agents.fetch_with_project(self.id, timeout=timeout)
+        snapshot, project = fetch_agent(self._context, self.id, timeout)
         if snapshot is not None:
             self.note_snapshot(snapshot)
             self._project = project

@@ -18,6 +18,8 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.client.credentials import check_auth_header, plan_credentials
+from daemon_client.client.namespaces import Namespaces
 from daemon_client.config import (
     DEFAULT_APP_VERSION,
     TRACE_ENV,
@@ -26,9 +28,7 @@ from daemon_client.config import (
     check_app_version,
     password_from_env,
 )
-from daemon_client.credentials import check_auth_header, plan_credentials
 from daemon_client.discovery import RelayTarget, Resolution, TargetKind, TargetSource, resolve
-from daemon_client.namespaces import Namespaces
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionPong
@@ -47,15 +47,15 @@ from daemon_client.transport.websocket import WebSocketTransport
 if TYPE_CHECKING:  # the relay, the wire trace and random (reconnects) are imported only when a client uses them
     import random
 
-    from daemon_client.agents import AgentsNamespace
-    from daemon_client.config_namespace import ConfigNamespace
-    from daemon_client.projects import ProjectsNamespace
-    from daemon_client.providers import ProvidersNamespace
+    from daemon_client.api.agents.namespace import AgentsNamespace
+    from daemon_client.api.daemon_config import ConfigNamespace
+    from daemon_client.api.projects import ProjectsNamespace
+    from daemon_client.api.providers.namespace import ProvidersNamespace
+    from daemon_client.api.terminals.namespace import TerminalsNamespace
+    from daemon_client.api.workspaces.namespace import WorkspacesNamespace
     from daemon_client.subscriptions.flow import ClientStats
-    from daemon_client.terminals import TerminalsNamespace
     from daemon_client.transport.relay import RelayStats, RelayTransportFactory
     from daemon_client.transport.trace import TraceTarget, WireTrace
-    from daemon_client.workspaces import WorkspacesNamespace
 
 
 class Client:

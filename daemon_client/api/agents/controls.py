@@ -2,7 +2,7 @@
 
 Slash commands, mode / model / thinking option / feature, title and labels, attention, delete,
 and on newer daemons detach and fork-context. A base class of
-:class:`~daemon_client.agent_handle.AgentHandle`: every method blocks the caller's thread with
+:class:`~daemon_client.api.agents.handle.AgentHandle`: every method blocks the caller's thread with
 the request family's timeout (one table: ``protocol/replies.py``) and may be called from
 callbacks. Replies that report a failure (``accepted: false``, an ``error``) raise ``RpcError``
 through :func:`~daemon_client.errors.check_reply`.
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.api.common.feature_gates import require_feature
 from daemon_client.errors import check_reply
-from daemon_client.host_gates import require_feature
 from daemon_client.protocol.agent_settings import (
     AgentCommand,
     AttentionCleared,

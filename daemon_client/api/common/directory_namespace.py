@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from daemon_client.handles import LocalHandle
+from daemon_client.api.common.local_handle import LocalHandle
 from daemon_client.protocol.directory import Page, SubscribeOptions
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryManager

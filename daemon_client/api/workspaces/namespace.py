@@ -1,6 +1,6 @@
 """``client.workspaces``: the workspace directory, its observations, and workspace handles.
 
-Same threading as :mod:`daemon_client.agents`: methods block the caller's thread with a
+Same threading as :mod:`daemon_client.api.agents.namespace`: methods block the caller's thread with a
 timeout; handle state and listeners are updated on the callback thread.
 """
 
@@ -11,9 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from daemon_client.directory_namespace import DirectoryNamespace, HandleUpdate, SubscribeArg
+from daemon_client.api.common.directory_namespace import DirectoryNamespace, HandleUpdate, SubscribeArg
+from daemon_client.api.common.local_handle import LocalHandle
+from daemon_client.api.terminals.namespace import WorkspaceTerminals
+from daemon_client.api.workspaces.create import create_workspace, newest_workspaces
+from daemon_client.api.workspaces.titles import set_title
+from daemon_client.api.workspaces.workspace_agents import WorkspaceAgents
+from daemon_client.api.workspaces.worktrees import WORKTREE_REFUSAL, archive_worktree, list_worktrees
 from daemon_client.errors import ProtocolError, check_reply, error_in_reply
-from daemon_client.handles import LocalHandle
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.directory import (
     WORKSPACE_SORT_KEYS,
@@ -31,21 +36,12 @@ from daemon_client.protocol.workspaces import WorkspaceDescriptor
 from daemon_client.protocol.worktrees import Worktree, WorktreeArchive, WorktreeInfo
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
-from daemon_client.workspace_create import (
-    WORKTREE_REFUSAL,
-    WorkspaceAgents,
-    archive_worktree,
-    create_workspace,
-    list_worktrees,
-    newest_workspaces,
-    set_title,
-)
 
 if TYPE_CHECKING:
-    from daemon_client.agents import AgentsNamespace
+    from daemon_client.api.agents.namespace import AgentsNamespace
 
 if TYPE_CHECKING:
-    from daemon_client.terminals import TerminalsNamespace, WorkspaceTerminals
+    from daemon_client.api.terminals.namespace import TerminalsNamespace
 
 WorkspaceMessage = DirectoryMessage[WorkspaceUpdate]
 WorkspaceObservation = DirectoryObservation[WorkspaceListResult]
@@ -158,8 +154,6 @@ class WorkspacesNamespace(
 
     def terminals_of(self, workspace: WorkspaceHandle) -> WorkspaceTerminals:
         """The terminal calls of one workspace (``workspace.terminals``)."""
-        from daemon_client.terminals import WorkspaceTerminals
-
         if self._terminals is None:
             raise RuntimeError("this workspaces namespace was built without terminals")
         return WorkspaceTerminals(self._terminals(), workspace)

@@ -22,11 +22,11 @@ from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor
 from daemon_client.subscriptions.events import EventManager, EventSubscription
 
 if TYPE_CHECKING:
+    from daemon_client.api.workspaces.namespace import WorkspacesNamespace
     from daemon_client.runtime.context import ClientContext
-    from daemon_client.workspaces import WorkspacesNamespace
 
 EVENT = "project.update"
-_log = logging.getLogger("daemon_client.projects")
+_log = logging.getLogger("daemon_client.api.projects")
 NO_PROJECT_LIST = "Update the host to observe projects (requires features.projectList, Paseo v0.2.4 or newer)."
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -26,7 +26,7 @@ from daemon_client.protocol.timeline import (
 from daemon_client.subscriptions.timeline import TimelineHandler, TimelineManager, TimelineSubscription
 
 if TYPE_CHECKING:
-    from daemon_client.agent_handle import AgentHandle
+    from daemon_client.protocol.agents import AgentSnapshot
     from daemon_client.runtime.context import ClientContext
     from daemon_client.runtime.dispatch import Dispatcher
 
@@ -39,8 +39,15 @@ MAX_RESTARTS = 5
 class AgentTimeline:
     """The timeline of one agent: ``handle.timeline``."""
 
-    def __init__(self, handle: AgentHandle, manager: TimelineManager, context: ClientContext) -> None:
-        self._handle = handle
+    def __init__(
+        self,
+        agent_id: str,
+        note_snapshot: Callable[[AgentSnapshot], None],
+        manager: TimelineManager,
+        context: ClientContext,
+    ) -> None:
+        self._agent_id = agent_id
+        self._note_snapshot = note_snapshot
         self._manager = manager
         self._context = context
 
@@ -54,7 +61,7 @@ class AgentTimeline:
         Each call creates its own subscription. Returns at once; ``ready`` tells when the
         daemon acknowledged the demand. Before ``connect()`` it waits for the connection.
         """
-        return self._manager.subscribe(self._handle.id, handler)
+        return self._manager.subscribe(self._agent_id, handler)
 
     def refetch(
         self,
@@ -79,7 +86,7 @@ class AgentTimeline:
             raise ValueError(f"projection must be one of {', '.join(PROJECTIONS)}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ValueError("limit must be an integer >= 0 (0 reads every row)")
-        message: dict[str, Any] = {"type": "fetch_agent_timeline_request", "agentId": self._handle.id}
+        message: dict[str, Any] = {"type": "fetch_agent_timeline_request", "agentId": self._agent_id}
         if direction is not None:
             message["direction"] = direction
         if cursor is not None:
@@ -92,7 +99,7 @@ class AgentTimeline:
         check_reply(payload, "fetch_agent_timeline_request")
         page = parse_page(payload)
         if page.agent is not None:
-            self._handle.note_snapshot(page.agent)
+            self._note_snapshot(page.agent)
         return page
 
     def pages(
@@ -151,7 +158,7 @@ class AgentTimeline:
                 return attrs.evolve(page, reset=True, stale_cursor=reset.stale_cursor, gap=reset.gap)
             reset = page  # trimmed or replaced again meanwhile: restart from the new window
         raise ProtocolError(
-            f"the timeline of {self._handle.id} was reset {MAX_RESTARTS + 1} times in a row while reading it"
+            f"the timeline of {self._agent_id} was reset {MAX_RESTARTS + 1} times in a row while reading it"
         )
 
     def stream(self, timeout: float | None = None) -> TimelineStream:

@@ -1,0 +1,28 @@
+"""Workspace titles (``workspace.title.set.request``, hosts with ``workspaceMultiplicity``).
+
+Runs on the caller's thread and blocks with the request family's timeout.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from daemon_client.api.common.feature_gates import require_feature
+from daemon_client.api.workspaces.create import MULTIPLICITY, MULTIPLICITY_VERSION
+from daemon_client.errors import check_reply
+
+if TYPE_CHECKING:
+    from daemon_client.runtime.context import ClientContext
+
+
+def set_title(context: ClientContext, workspace_id: str, title: str | None, timeout: float | None) -> str | None:
+    """Set or clear (``None``) a workspace's user title; returns the title the daemon kept."""
+    require_feature(context.server_info, MULTIPLICITY, "set workspace titles", MULTIPLICITY_VERSION)
+    if title is not None and not isinstance(title, str):
+        raise ValueError(f"title must be a string or None, not {type(title).__name__}")
+    wire = (title.strip() or None) if title is not None else None
+    message = {"type": "workspace.title.set.request", "workspaceId": workspace_id, "title": wire}
+    payload = context.request(message, timeout=timeout)
+    check_reply(payload, "workspace.title.set.request", accepted_field="accepted")
+    kept = payload.get("title")
+    return kept if isinstance(kept, str) else None
