@@ -420,11 +420,10 @@ class DirectoryManager(Generic[S, U, E]):
         if capable:
             self._routes.add(subscription_id, observation)
         memo: Memo[S] = Memo(lambda: self.family.parse_list(payload))
-        if restored:
-            with observation._lag.lock:  # the restore's snapshot covers what flow control skipped
-                observation._lag.clear()
-        else:
-            observation._first_snapshot = memo
+        if restored:  # the restore's snapshot covers what flow control skipped; ordered as pushes are
+            self.flow.restore(observation._lag, lambda: observation._reset(subscription_id, memo), covers=True)
+            return
+        observation._first_snapshot = memo
         self.dispatcher.post(lambda: observation._reset(subscription_id, memo))
 
     def _establishment_failed(

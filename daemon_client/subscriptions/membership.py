@@ -202,6 +202,11 @@ class Membership:
         """The backlog drained after ``summary`` was skipped: post what announces it."""
         return None
 
+    def _restore_covers_lag(self) -> bool:
+        """Reader thread: whether the restore after a reconnect also announces what flow control
+        skipped (then a pending lag is forgotten instead of announced first)."""
+        return False
+
 
 M = TypeVar("M", bound=Membership)
 
@@ -413,8 +418,12 @@ class MembershipManager(Generic[M]):
             if mode is Mode.OWNED:
                 self._link.release_stale(subscription_id)
             return
-        if sub.ever_ready:
-            self.dispatcher.post(lambda: sub._on_restored() if sub.generation == generation else None)
+        if sub.ever_ready:  # after a pending lag notice, as a push would be
+            self._flow.restore(
+                sub._lag,
+                lambda: sub._on_restored() if sub.generation == generation else None,
+                covers=sub._restore_covers_lag(),
+            )
         else:
             sub.ever_ready = True
             sub.ready.set_result(
