@@ -59,9 +59,11 @@ from daemon_client.runtime.requests import CallbackFuture
 from daemon_client.subscriptions.flow import Lag, LagSummary
 from daemon_client.subscriptions.lifecycle import (
     RELEASE_REQUEST,
+    Phase,
     SubscriptionLink,
     control_timeout,
     local_subscription_id,
+    move,
     release_message,
 )
 
@@ -85,6 +87,11 @@ class ObservationState(enum.Enum):
     """Establishing or re-establishing failed (``error`` says why): released, nothing is retried."""
     RELEASED = "released"
     """Released by ``release()`` or by ``close()``."""
+
+    @property
+    def phase(self) -> Phase:
+        """This state in the one subscription state model."""
+        return Phase(self.value)
 
 
 @attrs.frozen
@@ -334,7 +341,7 @@ class DirectoryManager(Generic[S, U, E]):
             if observation in self._observations:
                 self._observations.remove(observation)
             if observation.state is not ObservationState.RELEASED:
-                observation.state = ObservationState.FAILED
+                move(observation, ObservationState.FAILED)
             observation.error = error
         self._routes.remove(observation.subscription_id)
         if not observation.ready.done():
@@ -366,7 +373,7 @@ class DirectoryManager(Generic[S, U, E]):
             previous = observation.state
             if previous in (ObservationState.RELEASED, ObservationState.FAILED):
                 return
-            observation.state = ObservationState.RELEASED
+            move(observation, ObservationState.RELEASED)
             if observation in self._observations:
                 self._observations.remove(observation)
             subscription_id = observation.subscription_id
@@ -410,7 +417,7 @@ class DirectoryManager(Generic[S, U, E]):
                 stale = True
             else:
                 stale = False
-                observation.state = ObservationState.LIVE
+                move(observation, ObservationState.LIVE)
                 observation.capable = capable
                 observation._subscription_id = subscription_id
         if stale:
@@ -517,7 +524,7 @@ class DirectoryManager(Generic[S, U, E]):
         with self._lock:
             live = [o for o in self._observations if o.state in (ObservationState.LIVE, ObservationState.RESTORING)]
             for observation in live:
-                observation.state = ObservationState.RESTORING
+                move(observation, ObservationState.RESTORING)
         for observation in live:
             self._routes.remove(observation.subscription_id)
             try:
@@ -536,7 +543,7 @@ class DirectoryManager(Generic[S, U, E]):
         with self._lock:
             for observation in self._observations:
                 if observation.state is ObservationState.LIVE:
-                    observation.state = ObservationState.RESTORING
+                    move(observation, ObservationState.RESTORING)
 
     def release_for_close(self, kind: HostKind) -> list[Future[Any]]:
         """``close()`` while connected: release every capable observation (futures to await)."""
@@ -551,7 +558,7 @@ class DirectoryManager(Generic[S, U, E]):
         self._listeners.clear()
         self.snapshot_listeners.clear()
         for observation in observations:
-            observation.state = ObservationState.RELEASED
+            move(observation, ObservationState.RELEASED)
             observation._callbacks.clear()
             if not observation.ready.done():
                 observation.ready.set_exception(ClientClosed())
