@@ -11,8 +11,11 @@ import pytest
 
 from daemon_client import Client, ReconnectPolicy
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.subscriptions.lifecycle import set_strict_transitions
 from daemon_client.testing import FakeDaemon
 from daemon_client.testing.threads import assert_no_new_threads, live_threads
+
+set_strict_transitions(True)  # an illegal subscription transition raises in the test that made it
 
 TRANSCRIPTS = Path(__file__).resolve().parent / "fixtures" / "paseo-0.1.65"
 KINDS = [kind.value for kind in HostKind]
@@ -98,7 +101,9 @@ def fakes() -> Iterator[Callable[..., FakeDaemon]]:
 
 
 @pytest.fixture
-def connected(fakes: Callable[..., FakeDaemon], make_client: Callable[..., Client]) -> Callable[..., tuple[FakeDaemon, Client]]:
+def connected(
+    fakes: Callable[..., FakeDaemon], make_client: Callable[..., Client]
+) -> Callable[..., tuple[FakeDaemon, Client]]:
     """``connected(kind="capable", **fake_options)``: a fake daemon and a client connected to it."""
 
     def make(kind: str = "capable", **options: object) -> tuple[FakeDaemon, Client]:

@@ -19,6 +19,7 @@ from daemon_client.errors import DaemonClientError, UnsupportedByHost
 from daemon_client.protocol.directory import Page
 from daemon_client.protocol.projects import ProjectList, ProjectUpdate, parse_list, parse_update
 from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor
+from daemon_client.runtime.registrations import Registrations
 from daemon_client.subscriptions.events import EventManager, EventSubscription
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ class ProjectCache:
         self._generation: str | None = None
         self._head: int | None = None
         self._buffer: list[ProjectUpdate] | None = []
-        self._listeners: tuple[Callable[[ProjectChange], object], ...] = ()
+        self._listeners: Registrations[Callable[[ProjectChange], object]] = Registrations()
         self._subscription = projects.subscribe(self._on_update, on_restored=self._resync)
         try:
             self._subscription.ready.result(timeout or 15.0)
@@ -151,14 +152,7 @@ class ProjectCache:
 
     def on_change(self, callback: Callable[[ProjectChange], object]) -> Callable[[], None]:
         """Call ``callback(change)`` on the callback thread after each applied change."""
-        with self._lock:
-            self._listeners = (*self._listeners, callback)
-
-        def remove() -> None:
-            with self._lock:
-                self._listeners = tuple(c for c in self._listeners if c is not callback)
-
-        return remove
+        return self._listeners.add(callback)
 
     def close(self) -> None:
         """Stop following the daemon (releases the observation)."""
@@ -230,7 +224,7 @@ class ProjectCache:
     def _emit(self, changes: list[ProjectChange]) -> None:
         invoke = self._projects._events.dispatcher.invoke
         for change in changes:
-            for listener in self._listeners:
+            for listener in self._listeners.values():
                 invoke(listener, change)
 
 

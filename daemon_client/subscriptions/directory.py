@@ -54,13 +54,16 @@ from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.pushes import RouteTable
+from daemon_client.runtime.registrations import Registration, Registrations
 from daemon_client.runtime.requests import CallbackFuture
 from daemon_client.subscriptions.flow import Lag, LagSummary
 from daemon_client.subscriptions.lifecycle import (
     RELEASE_REQUEST,
+    Phase,
     SubscriptionLink,
     control_timeout,
     local_subscription_id,
+    move,
     release_message,
 )
 
@@ -85,6 +88,11 @@ class ObservationState(enum.Enum):
     RELEASED = "released"
     """Released by ``release()`` or by ``close()``."""
 
+    @property
+    def phase(self) -> Phase:
+        """This state in the one subscription state model."""
+        return Phase(self.value)
+
 
 @attrs.frozen
 class DirectoryFamily(Generic[S, U, E]):
@@ -101,9 +109,9 @@ class DirectoryFamily(Generic[S, U, E]):
 
 
 class Callbacks:
-    """One ``subscribe(snapshot=, update=, error=)`` registration."""
+    """The callbacks of one ``subscribe(snapshot=, update=, error=)`` registration."""
 
-    __slots__ = ("active", "error", "snapshot", "update")
+    __slots__ = ("error", "snapshot", "update")
 
     def __init__(
         self,
@@ -114,7 +122,6 @@ class Callbacks:
         self.snapshot = snapshot
         self.update = update
         self.error = error
-        self.active = True
 
 
 class DirectoryObservation(Generic[S]):
@@ -139,7 +146,9 @@ class DirectoryObservation(Generic[S]):
         """Resolves to the first snapshot; fails if establishment fails or the client closes."""
         self.error: BaseException | None = None
         """Why (re-)establishing failed (``state`` is then ``FAILED``); ``None`` otherwise."""
-        self._callbacks: tuple[Callbacks, ...] = ()
+        self._callbacks: Registrations[Callbacks] = Registrations()
+        """Changed under its lock by ``subscribe()``'s remover (any thread), the callback thread
+        (activations) and releases; read without it by the callback thread's deliveries."""
         # Written by the callback thread (snapshots, updates); the first snapshot may be set by
         # the observing caller first (prime), so the assignments take _view_lock.
         self._view: dict[str, Any] | None = None
@@ -184,14 +193,10 @@ class DirectoryObservation(Generic[S]):
         re-establishment; ``update`` gets every later update message in wire order;
         ``error`` gets a failed re-establishment (the observation is then released).
         """
-        callbacks = Callbacks(snapshot, update, error)
-        self._manager.dispatcher.post(lambda: self._activate(callbacks))
-
-        def unsubscribe() -> None:
-            callbacks.active = False
-            self._callbacks = tuple(c for c in self._callbacks if c is not callbacks)
-
-        return unsubscribe
+        registration = Registration(Callbacks(snapshot, update, error))
+        self._manager.dispatcher.post(lambda: self._activate(registration))
+        callbacks = self._callbacks
+        return lambda: callbacks.remove(registration)
 
     def release(self, timeout: float | None = None) -> None:
         """End this observation only; blocks until the daemon confirms (capable hosts).
@@ -219,9 +224,10 @@ class DirectoryObservation(Generic[S]):
         return lambda: self._manager.resync(self, subscription_id)
 
     # -------------------------------------------------------------- callback-thread jobs
-    def _activate(self, callbacks: Callbacks) -> None:
-        if not callbacks.active or self.state is ObservationState.RELEASED:
+    def _activate(self, registration: Registration[Callbacks]) -> None:
+        if not registration.active or self.state is ObservationState.RELEASED:
             return
+        callbacks = registration.value
         invoke = self._manager.dispatcher.invoke
         if self.state is ObservationState.FAILED:
             if callbacks.error is not None and self.error is not None:
@@ -230,7 +236,8 @@ class DirectoryObservation(Generic[S]):
         current = self.current()
         if current is not None and callbacks.snapshot is not None:
             invoke(callbacks.snapshot, current)
-        self._callbacks = (*self._callbacks, callbacks)
+        if not self._callbacks.admit(registration) or self.released:
+            self._callbacks.remove(registration)  # removed, or released meanwhile (a release clears)
 
     def _reset(self, subscription_id: str, snapshot: Memo[S]) -> None:
         if self._subscription_id != subscription_id or self.state is not ObservationState.LIVE:
@@ -246,11 +253,11 @@ class DirectoryObservation(Generic[S]):
             self._base, self._view = result, view
         current = self.current()
         invoke = self._manager.dispatcher.invoke
-        for listener in self._manager.snapshot_listeners:
+        for listener in self._manager.snapshot_listeners.values():
             invoke(listener, result)
-        for callbacks in self._callbacks:
-            if callbacks.active and callbacks.snapshot is not None:
-                invoke(callbacks.snapshot, current)
+        for entry in self._callbacks.entries:
+            if entry.active and entry.value.snapshot is not None:
+                invoke(entry.value.snapshot, current)
 
     def prime(self, subscription_id: str | None, result: S) -> None:
         """Observing caller, once the subscribing read returned: ``current()`` reads the first
@@ -272,16 +279,15 @@ class DirectoryObservation(Generic[S]):
         if self._view is not None:
             self._manager.family.apply_update(self._view, typed)
         invoke = self._manager.dispatcher.invoke
-        for callbacks in self._callbacks:
-            if callbacks.active and callbacks.update is not None:
-                invoke(callbacks.update, typed)
+        for entry in self._callbacks.entries:
+            if entry.active and entry.value.update is not None:
+                invoke(entry.value.update, typed)
 
     def _fail(self, error: BaseException) -> None:
         invoke = self._manager.dispatcher.invoke
-        for callbacks in self._callbacks:
-            if callbacks.active and callbacks.error is not None:
-                invoke(callbacks.error, error)
-        self._callbacks = ()
+        for entry in self._callbacks.clear():
+            if entry.value.error is not None:
+                invoke(entry.value.error, error)
 
 
 class DirectoryManager(Generic[S, U, E]):
@@ -301,8 +307,8 @@ class DirectoryManager(Generic[S, U, E]):
         self._lock = threading.Lock()
         self._observations: list[DirectoryObservation[S]] = []
         self._routes: RouteTable[DirectoryObservation[S]] = RouteTable()
-        self._listeners: tuple[Callable[[Any], object], ...] = ()
-        self.snapshot_listeners: tuple[Callable[[S], object], ...] = ()
+        self._listeners: Registrations[Callable[[Any], object]] = Registrations()
+        self.snapshot_listeners: Registrations[Callable[[S], object]] = Registrations()
         """Called on the callback thread with every snapshot an observation receives (see
         :meth:`add_snapshot_listener`)."""
 
@@ -335,7 +341,7 @@ class DirectoryManager(Generic[S, U, E]):
             if observation in self._observations:
                 self._observations.remove(observation)
             if observation.state is not ObservationState.RELEASED:
-                observation.state = ObservationState.FAILED
+                move(observation, ObservationState.FAILED)
             observation.error = error
         self._routes.remove(observation.subscription_id)
         if not observation.ready.done():
@@ -354,38 +360,24 @@ class DirectoryManager(Generic[S, U, E]):
 
     def add_listener(self, listener: Callable[[Any], object]) -> Callable[[], None]:
         """A local listener: every update routed to a live observation, once per message."""
-        with self._lock:
-            self._listeners = (*self._listeners, listener)
-
-        def remove() -> None:
-            with self._lock:
-                self._listeners = tuple(item for item in self._listeners if item is not listener)
-
-        return remove
+        return self._listeners.add(listener)
 
     def add_snapshot_listener(self, listener: Callable[[S], object]) -> Callable[[], None]:
         """A local listener: every snapshot an observation receives (the first one and each one
         after a reconnect), on the callback thread, after the observation's view is replaced
         and before its own ``snapshot`` callbacks run. Returns a function that removes it."""
-        with self._lock:
-            self.snapshot_listeners = (*self.snapshot_listeners, listener)
-
-        def remove() -> None:
-            with self._lock:
-                self.snapshot_listeners = tuple(item for item in self.snapshot_listeners if item is not listener)
-
-        return remove
+        return self.snapshot_listeners.add(listener)
 
     def release(self, observation: DirectoryObservation[S], timeout: float) -> None:
         with self._lock:
             previous = observation.state
             if previous in (ObservationState.RELEASED, ObservationState.FAILED):
                 return
-            observation.state = ObservationState.RELEASED
+            move(observation, ObservationState.RELEASED)
             if observation in self._observations:
                 self._observations.remove(observation)
             subscription_id = observation.subscription_id
-        observation._callbacks = ()
+        observation._callbacks.clear()
         self._routes.remove(subscription_id)
         if not observation.ready.done():
             observation.ready.set_exception(SubscriptionReleased("the observation was released before it was ready"))
@@ -425,7 +417,7 @@ class DirectoryManager(Generic[S, U, E]):
                 stale = True
             else:
                 stale = False
-                observation.state = ObservationState.LIVE
+                move(observation, ObservationState.LIVE)
                 observation.capable = capable
                 observation._subscription_id = subscription_id
         if stale:
@@ -435,11 +427,10 @@ class DirectoryManager(Generic[S, U, E]):
         if capable:
             self._routes.add(subscription_id, observation)
         memo: Memo[S] = Memo(lambda: self.family.parse_list(payload))
-        if restored:
-            with observation._lag.lock:  # the restore's snapshot covers what flow control skipped
-                observation._lag.clear()
-        else:
-            observation._first_snapshot = memo
+        if restored:  # the restore's snapshot covers what flow control skipped; ordered as pushes are
+            self.flow.restore(observation._lag, lambda: observation._reset(subscription_id, memo), covers=True)
+            return
+        observation._first_snapshot = memo
         self.dispatcher.post(lambda: observation._reset(subscription_id, memo))
 
     def _establishment_failed(
@@ -482,7 +473,7 @@ class DirectoryManager(Generic[S, U, E]):
                 _record_kind,
                 message.type,
             )
-        listeners = self._listeners
+        listeners = self._listeners.entries
         if listeners and not self.dispatcher.backlog.lagging:  # skipped with the updates: resyncs refresh handles
             self.dispatcher.post(lambda: self._notify_listeners(listeners, memo))
 
@@ -517,13 +508,14 @@ class DirectoryManager(Generic[S, U, E]):
         _log.warning("%r: re-reading the snapshot after lagging failed (%s); reconnecting", observation, error)
         self._link.reset_transport(f"Resynchronising {observation!r} failed: {error}")
 
-    def _notify_listeners(self, listeners: tuple[Callable[[Any], object], ...], memo: Memo[Any]) -> None:
+    def _notify_listeners(self, listeners: tuple[Registration[Callable[[Any], object]], ...], memo: Memo[Any]) -> None:
         try:
             typed = memo.get()
         except Exception:  # noqa: BLE001 - a bad payload, not user code
             return
-        for listener in listeners:
-            self.dispatcher.invoke(listener, typed)
+        for entry in listeners:
+            if entry.active:  # removed since the update was routed: it hears nothing more
+                self.dispatcher.invoke(entry.value, typed)
 
     def restore(self, kind: HostKind, reconnected: bool) -> None:
         """Reader thread, after every handshake: re-establish live observations in creation order."""
@@ -532,7 +524,7 @@ class DirectoryManager(Generic[S, U, E]):
         with self._lock:
             live = [o for o in self._observations if o.state in (ObservationState.LIVE, ObservationState.RESTORING)]
             for observation in live:
-                observation.state = ObservationState.RESTORING
+                move(observation, ObservationState.RESTORING)
         for observation in live:
             self._routes.remove(observation.subscription_id)
             try:
@@ -551,7 +543,7 @@ class DirectoryManager(Generic[S, U, E]):
         with self._lock:
             for observation in self._observations:
                 if observation.state is ObservationState.LIVE:
-                    observation.state = ObservationState.RESTORING
+                    move(observation, ObservationState.RESTORING)
 
     def release_for_close(self, kind: HostKind) -> list[Future[Any]]:
         """``close()`` while connected: release every capable observation (futures to await)."""
@@ -563,11 +555,11 @@ class DirectoryManager(Generic[S, U, E]):
         """After ``close()``: fail pending ``ready`` futures and detach every callback."""
         with self._lock:
             observations, self._observations = self._observations, []
-            self._listeners = ()
-            self.snapshot_listeners = ()
+        self._listeners.clear()
+        self.snapshot_listeners.clear()
         for observation in observations:
-            observation.state = ObservationState.RELEASED
-            observation._callbacks = ()
+            move(observation, ObservationState.RELEASED)
+            observation._callbacks.clear()
             if not observation.ready.done():
                 observation.ready.set_exception(ClientClosed())
 

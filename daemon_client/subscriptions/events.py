@@ -86,6 +86,10 @@ class EventSubscription(Membership):
         else:
             post(self._on_restored)
 
+    def _restore_covers_lag(self) -> bool:
+        """A resynchronising stream's lag notice is ``on_restored`` itself: one call covers both."""
+        return not (self._coalesce and self._parse is not None)
+
     def _on_restored(self) -> None:
         if self._restored_cb is not None and not self.released:
             self._manager.dispatcher.invoke(self._restored_cb)

@@ -239,6 +239,18 @@ class FlowPolicy:
         if action is not None:
             action()
 
+    def restore(self, lag: Lag, job: Action, *, covers: bool = False) -> None:
+        """Post what a restore after a reconnect delivers (``subscription_restored``, a new
+        snapshot, ``on_restored``), on the same ordered path as pushes: a pending lag is announced
+        before it, or, with ``covers`` (the restore itself covers what was skipped: a snapshot),
+        forgotten. Never skipped."""
+        if covers:
+            with lag.lock:
+                lag.clear()
+                self._dispatcher.post(job)
+            return
+        self.force(lag, job)
+
     def _recovered(self) -> None:
         """The backlog fell under the low-water mark: every lagging observation recovers."""
         with self._lock:

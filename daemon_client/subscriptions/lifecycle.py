@@ -2,11 +2,17 @@
 is released, what a failed establishment does, how local IDs look and how long control
 requests may take.
 
-Directory observations (:mod:`daemon_client.subscriptions.directory`), timeline memberships
-and event subscriptions (:mod:`daemon_client.subscriptions.membership`) keep their own state
-machines, because their semantics differ (a snapshot and a current view against a union of
-keys), but they reach the connection only through a :class:`SubscriptionLink` and register
-with it through the one :class:`LifecycleHooks` protocol.
+The one subscription state model (:class:`Phase`, :data:`TRANSITIONS`, :data:`MEANINGS`):
+every family's state (``ObservationState`` of directory observations, ``State`` of timeline
+and event memberships, ``DirectoryState`` of terminal directories, ``StreamState`` of terminal
+streams) is one of these phases under its own public name, and changes only through
+:func:`move`, which checks the transition against the one table. An illegal transition is a
+programming error: it is logged at ERROR and refused (the state stays as it was), and raises
+:class:`IllegalTransition` in strict mode (:func:`set_strict_transitions`, or the environment
+variable ``DAEMON_CLIENT_STRICT_STATES=1``, which the test suite sets). Each family keeps its
+own wire behaviour (what it sends to establish, restore and release): they reach the
+connection only through a :class:`SubscriptionLink` and register with it through the one
+:class:`LifecycleHooks` protocol.
 
 Threads: a link's methods run on whichever thread calls them (the caller's thread for
 ``release``, the reader thread for acknowledgements, restores and ``close()``'s releases).
@@ -16,7 +22,9 @@ error out of a reader-thread hook.
 
 from __future__ import annotations
 
+import enum
 import logging
+import os
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -44,6 +52,121 @@ RESULT_GRACE = 1.0
 """Added to a request's own timeout when waiting for its future (the request fails first)."""
 
 Submit = Callable[..., Future[dict[str, Any]]]
+
+
+# ---------------------------------------------------------------------- the state model
+class Phase(enum.Enum):
+    """Where a subscription stands, whatever its family (see :data:`MEANINGS`)."""
+
+    PENDING = "pending"
+    ESTABLISHING = "establishing"
+    LIVE = "live"
+    RESTORING = "restoring"
+    EXITED = "exited"
+    FAILED = "failed"
+    RELEASED = "released"
+
+
+@attrs.frozen
+class PhaseMeaning:
+    """What a phase means for callbacks, restore and release."""
+
+    callbacks: str
+    restore: str
+    release: str
+    final: bool = False
+    """Nothing leaves a final phase: the subscription delivers nothing more."""
+
+
+MEANINGS: dict[Phase, PhaseMeaning] = {
+    Phase.PENDING: PhaseMeaning(
+        callbacks="none yet (no connection, or the last one ended)",
+        restore="established at the next handshake",
+        release="local: nothing is held on the daemon",
+    ),
+    Phase.ESTABLISHING: PhaseMeaning(
+        callbacks="none from the wire until the acknowledgement (or first push) arrives",
+        restore="a lost connection moves it back to pending (tried again)",
+        release="local; a late acknowledgement is released on the daemon",
+    ),
+    Phase.LIVE: PhaseMeaning(
+        callbacks="every routed push is delivered (flow control may skip and announce)",
+        restore="a lost connection moves it to pending or restoring",
+        release="released on the daemon where the daemon holds it",
+    ),
+    Phase.RESTORING: PhaseMeaning(
+        callbacks="pushes skipped: the restore's snapshot covers them",
+        restore="the re-sent request is in flight; live again on its reply",
+        release="local: the daemon released what the socket owned",
+    ),
+    Phase.EXITED: PhaseMeaning(
+        callbacks="the end was delivered; nothing more", restore="never", release="harmless", final=True
+    ),
+    Phase.FAILED: PhaseMeaning(
+        callbacks="the error was delivered; nothing more", restore="never", release="harmless", final=True
+    ),
+    Phase.RELEASED: PhaseMeaning(
+        callbacks="nothing more, not even what was queued", restore="never", release="harmless", final=True
+    ),
+}
+"""What each phase means (documentation, and the table test's reference)."""
+
+_ENDS = frozenset({Phase.FAILED, Phase.RELEASED})
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    Phase.PENDING: frozenset({Phase.ESTABLISHING, Phase.EXITED}) | _ENDS,
+    Phase.ESTABLISHING: frozenset({Phase.PENDING, Phase.LIVE, Phase.RESTORING, Phase.EXITED}) | _ENDS,
+    Phase.LIVE: frozenset({Phase.PENDING, Phase.RESTORING, Phase.EXITED}) | _ENDS,
+    Phase.RESTORING: frozenset({Phase.LIVE, Phase.PENDING, Phase.EXITED}) | _ENDS,
+    Phase.EXITED: frozenset({Phase.RELEASED}),
+    Phase.FAILED: frozenset({Phase.RELEASED}),
+    Phase.RELEASED: frozenset(),
+}
+"""The allowed transitions (staying in the same phase is always allowed: a no-op). A final
+phase may still become ``released`` (``close()`` releases everything), never anything else."""
+
+
+class IllegalTransition(RuntimeError):
+    """A subscription was asked to make a transition the state model forbids (a defect)."""
+
+
+class FamilyState(Protocol):
+    """A family's state enum: each member names its :class:`Phase`."""
+
+    @property
+    def phase(self) -> Phase: ...
+
+
+class Stateful(Protocol):
+    state: Any
+
+
+_strict = os.environ.get("DAEMON_CLIENT_STRICT_STATES", "") not in ("", "0")
+
+
+def set_strict_transitions(enabled: bool) -> None:
+    """Raise :class:`IllegalTransition` on an illegal transition (tests) instead of refusing it."""
+    global _strict
+    _strict = enabled
+
+
+def allowed(old: Phase, new: Phase) -> bool:
+    """Whether the model allows moving from ``old`` to ``new``."""
+    return old is new or new in TRANSITIONS[old]
+
+
+def move(subscription: Stateful, new: FamilyState) -> bool:
+    """Move ``subscription.state`` to ``new`` if the model allows it (the caller holds the
+    family's lock). An illegal transition is logged at ERROR and refused (``False``); in strict
+    mode it raises :class:`IllegalTransition`."""
+    old: FamilyState = subscription.state
+    if allowed(old.phase, new.phase):
+        subscription.state = new
+        return True
+    message = f"illegal subscription transition {old.phase.value} -> {new.phase.value} refused for {subscription!r}"
+    _log.error("%s", message, stack_info=True)
+    if _strict:
+        raise IllegalTransition(message)
+    return False
 
 
 def control_timeout(request_type: str) -> float:

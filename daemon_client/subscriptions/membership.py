@@ -57,9 +57,11 @@ from daemon_client.runtime.requests import CallbackFuture
 from daemon_client.subscriptions.flow import FlowPolicy, Lag, LagSummary
 from daemon_client.subscriptions.lifecycle import (
     RELEASE_REQUEST,
+    Phase,
     SubscriptionLink,
     control_timeout,
     local_subscription_id,
+    move,
     release_message,
 )
 
@@ -77,6 +79,11 @@ class State(enum.Enum):
     ESTABLISHING = "establishing"
     LIVE = "live"
     RELEASED = "released"
+
+    @property
+    def phase(self) -> Phase:
+        """This state in the one subscription state model."""
+        return Phase(self.value)
 
 
 @attrs.frozen
@@ -202,6 +209,11 @@ class Membership:
         """The backlog drained after ``summary`` was skipped: post what announces it."""
         return None
 
+    def _restore_covers_lag(self) -> bool:
+        """Reader thread: whether the restore after a reconnect also announces what flow control
+        skipped (then a pending lag is forgotten instead of announced first)."""
+        return False
+
 
 M = TypeVar("M", bound=Membership)
 
@@ -259,7 +271,7 @@ class MembershipManager(Generic[M]):
         with self._lock:
             if sub.state is State.RELEASED:
                 return
-            sub.state = State.RELEASED
+            move(sub, State.RELEASED)
             if sub in self._subs:
                 self._subs.remove(sub)
             self._unroute_locked(sub)
@@ -285,7 +297,7 @@ class MembershipManager(Generic[M]):
 
     # -------------------------------------------------------------- establishment
     def _start_attempt_locked(self, sub: M) -> tuple[M, int]:
-        sub.state = State.ESTABLISHING
+        move(sub, State.ESTABLISHING)
         sub.attempt += 1
         return sub, sub.attempt
 
@@ -359,7 +371,7 @@ class MembershipManager(Generic[M]):
         A later attempt (a restore ran meanwhile) is left alone."""
         with self._lock:
             if sub.state is State.ESTABLISHING and sub.attempt == attempt:
-                sub.state = State.PENDING
+                move(sub, State.PENDING)
 
     # -------------------------------------------------------------- reader thread
     def _owned_ack(self, sub: M, attempt: int, payload: dict[str, Any] | None, error: BaseException | None) -> None:
@@ -403,7 +415,7 @@ class MembershipManager(Generic[M]):
         with self._lock:
             stale = sub.state is not State.ESTABLISHING or sub.attempt != attempt
             if not stale:
-                sub.state = State.LIVE
+                move(sub, State.LIVE)
                 sub._subscription_id = subscription_id
                 sub.generation += 1
                 generation = sub.generation
@@ -413,8 +425,12 @@ class MembershipManager(Generic[M]):
             if mode is Mode.OWNED:
                 self._link.release_stale(subscription_id)
             return
-        if sub.ever_ready:
-            self.dispatcher.post(lambda: sub._on_restored() if sub.generation == generation else None)
+        if sub.ever_ready:  # after a pending lag notice, as a push would be
+            self._flow.restore(
+                sub._lag,
+                lambda: sub._on_restored() if sub.generation == generation else None,
+                covers=sub._restore_covers_lag(),
+            )
         else:
             sub.ever_ready = True
             sub.ready.set_result(
@@ -428,7 +444,7 @@ class MembershipManager(Generic[M]):
         with self._lock:
             if sub.state is not State.ESTABLISHING or sub.attempt != attempt:
                 return  # released meanwhile, or a failure of an older attempt
-            sub.state = State.RELEASED
+            move(sub, State.RELEASED)
             if sub in self._subs:
                 self._subs.remove(sub)
             self._unroute_locked(sub)
@@ -512,7 +528,7 @@ class MembershipManager(Generic[M]):
             self._sent_union = None
             for sub in self._subs:
                 if sub.state in (State.LIVE, State.ESTABLISHING):  # what was in flight is stale now
-                    sub.state = State.PENDING
+                    move(sub, State.PENDING)
                     self._unroute_locked(sub)
 
     def restore(self, kind: HostKind, reconnected: bool) -> None:
@@ -548,7 +564,7 @@ class MembershipManager(Generic[M]):
             self._by_key = {}
         closed = ClientClosed()
         for sub in subs:
-            sub.state = State.RELEASED
+            move(sub, State.RELEASED)
             if not sub.ready.done():
                 sub.ready.set_exception(closed)
             self.dispatcher.post(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]

@@ -37,7 +37,7 @@ from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.terminals import TerminalsChanged, parse_terminals_changed
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.requests import CallbackFuture
-from daemon_client.subscriptions.lifecycle import SubscriptionLink
+from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, move
 
 _log = logging.getLogger("daemon_client.subscriptions.terminal_directory")
 
@@ -51,6 +51,11 @@ class DirectoryState(enum.Enum):
     ASKED = "asked"  # asked; waiting for the first list
     LIVE = "live"
     RELEASED = "released"
+
+    @property
+    def phase(self) -> Phase:
+        """This state in the one subscription state model."""
+        return Phase.ESTABLISHING if self is DirectoryState.ASKED else Phase(self.value)
 
 
 @attrs.frozen
@@ -155,27 +160,27 @@ class TerminalDirectoryManager:
         """Register and ask now, or at the next handshake (after ``close()``: fails at once)."""
         with self._lock:
             if self._disposed:
-                sub.state = DirectoryState.RELEASED
+                move(sub, DirectoryState.RELEASED)
                 sub.ready.set_exception(ClientClosed())
                 return sub
             self._subs.append(sub)
             ask = self._connected
             if ask:
-                sub.state = DirectoryState.ASKED
+                move(sub, DirectoryState.ASKED)
         if ask:
             try:
                 self._send(sub.key.message("subscribe_terminals_request"))
             except ConnectionUnavailable:
                 with self._lock:
                     if sub.state is DirectoryState.ASKED:
-                        sub.state = DirectoryState.PENDING  # asked again after the next handshake
+                        move(sub, DirectoryState.PENDING)  # asked again after the next handshake
         return sub
 
     def release(self, sub: TerminalDirectorySubscription) -> None:
         with self._lock:
             if sub.state is DirectoryState.RELEASED:
                 return
-            sub.state = DirectoryState.RELEASED
+            move(sub, DirectoryState.RELEASED)
             if sub in self._subs:
                 self._subs.remove(sub)
             last = not any(s.key == sub.key for s in self._subs)
@@ -199,7 +204,7 @@ class TerminalDirectoryManager:
             targets = [s for s in targets if s.state in (DirectoryState.ASKED, DirectoryState.LIVE)]
             first = [s for s in targets if s.state is DirectoryState.ASKED]
             for sub in first:
-                sub.state = DirectoryState.LIVE
+                move(sub, DirectoryState.LIVE)
         if not targets:
             _log.debug("terminals_changed for %r with no subscription dropped", cwd)
             return
@@ -228,14 +233,14 @@ class TerminalDirectoryManager:
             self._connected = False
             for sub in self._subs:
                 if sub.state is not DirectoryState.RELEASED:
-                    sub.state = DirectoryState.PENDING
+                    move(sub, DirectoryState.PENDING)
 
     def restore(self, kind: HostKind, reconnected: bool) -> None:
         """Reader thread, after each handshake: ask for every live key once."""
         with self._lock:
             self._connected = True
             for sub in self._subs:
-                sub.state = DirectoryState.ASKED
+                move(sub, DirectoryState.ASKED)
             keys = list(dict.fromkeys(sub.key for sub in self._subs))
         for key in keys:
             try:
@@ -259,6 +264,6 @@ class TerminalDirectoryManager:
             subs, self._subs = self._subs, []
             self._disposed = True
         for sub in subs:
-            sub.state = DirectoryState.RELEASED
+            move(sub, DirectoryState.RELEASED)
             if not sub.ready.done():
                 sub.ready.set_exception(ClientClosed())

@@ -49,7 +49,7 @@ from daemon_client.protocol.terminals import TerminalState, parse_terminal_state
 from daemon_client.runtime.dispatch import CountedJob
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.requests import CallbackFuture
-from daemon_client.subscriptions.lifecycle import SubscriptionLink, control_timeout
+from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, control_timeout, move
 from daemon_client.subscriptions.terminal_output import DEFAULT_LIMIT, OutputReader, exited
 
 _log = logging.getLogger("daemon_client.subscriptions.terminal_streams")
@@ -69,6 +69,11 @@ class StreamState(enum.Enum):
     EXITED = "exited"
     FAILED = "failed"
     RELEASED = "released"
+
+    @property
+    def phase(self) -> Phase:
+        """This state in the one subscription state model."""
+        return Phase(self.value)
 
 
 _ACTIVE = (StreamState.PENDING, StreamState.ESTABLISHING, StreamState.LIVE)
@@ -300,14 +305,14 @@ class TerminalStreamManager:
         family's), or at the next handshake (after ``close()``: it fails at once)."""
         with self._lock:
             if self._disposed:
-                stream.state = StreamState.RELEASED
+                move(stream, StreamState.RELEASED)
                 stream._reader.end(lambda output: ClientClosed())
                 stream.ready.set_exception(ClientClosed())
                 return stream
             self._streams.append(stream)
             connected = self._connected
             if connected:
-                stream.state = StreamState.ESTABLISHING
+                move(stream, StreamState.ESTABLISHING)
         if connected:
             self._establish(stream, direct=False, timeout=timeout)
         return stream
@@ -324,7 +329,7 @@ class TerminalStreamManager:
             previous = stream.state
             if previous is StreamState.RELEASED:
                 return
-            stream.state = StreamState.RELEASED
+            move(stream, StreamState.RELEASED)
             if stream in self._streams:
                 self._streams.remove(stream)
             self._unroute_locked(stream)
@@ -363,7 +368,7 @@ class TerminalStreamManager:
     def _back_to_pending(self, stream: TerminalStream) -> None:
         with self._lock:
             if stream.state is StreamState.ESTABLISHING:
-                stream.state = StreamState.PENDING
+                move(stream, StreamState.PENDING)
 
     def _acked(self, stream: TerminalStream, payload: dict[str, Any] | None, error: BaseException | None) -> None:
         """Reader thread: the answer to a subscription (before any frame of its slot is read)."""
@@ -386,10 +391,10 @@ class TerminalStreamManager:
 
     def _go_live(self, stream: TerminalStream, slot: int) -> None:
         with self._lock:
-            released = stream.state is StreamState.RELEASED
+            released = stream.state not in _ACTIVE  # released, or ended while subscribing
             orphan = released and not self._others_locked(stream.terminal_id)
             if not released:
-                stream.state = StreamState.LIVE
+                move(stream, StreamState.LIVE)
                 stream.slot = slot
                 feed = self._feeds.get(slot)
                 if feed is None or feed.terminal_id != stream.terminal_id:
@@ -409,7 +414,7 @@ class TerminalStreamManager:
         with self._lock:
             if stream.state not in _ACTIVE:
                 return
-            stream.state = StreamState.FAILED
+            move(stream, StreamState.FAILED)
             if stream in self._streams:
                 self._streams.remove(stream)
             self._unroute_locked(stream)
@@ -427,7 +432,7 @@ class TerminalStreamManager:
         with self._lock:
             if stream.state not in _ACTIVE:
                 return
-            stream.state = StreamState.EXITED
+            move(stream, StreamState.EXITED)
             if stream in self._streams:
                 self._streams.remove(stream)
             self._unroute_locked(stream)
@@ -504,7 +509,7 @@ class TerminalStreamManager:
             for stream in self._streams:
                 stream.slot = None
                 if stream.state is StreamState.LIVE:
-                    stream.state = StreamState.PENDING
+                    move(stream, StreamState.PENDING)
 
     def restore(self, kind: HostKind, reconnected: bool) -> None:
         """Reader thread, after each handshake: subscribe every pending stream (again)."""
@@ -512,7 +517,7 @@ class TerminalStreamManager:
             self._connected = True
             pending = [s for s in self._streams if s.state is StreamState.PENDING]
             for stream in pending:
-                stream.state = StreamState.ESTABLISHING
+                move(stream, StreamState.ESTABLISHING)
             orphans = sorted(self._orphans - {s.terminal_id for s in self._streams})
             self._orphans.clear()
         for terminal_id in orphans:
@@ -536,7 +541,7 @@ class TerminalStreamManager:
             self._disposed = True
         closed = ClientClosed()
         for stream in streams:
-            stream.state = StreamState.RELEASED
+            move(stream, StreamState.RELEASED)
             stream._reader.end(lambda output: closed)
             if not stream.ready.done():
                 stream.ready.set_exception(closed)

@@ -7,9 +7,10 @@ updates routed to live observations) or by the caller's thread in ``refresh()``.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
+
+from daemon_client.runtime.registrations import Registrations
 
 T = TypeVar("T")
 
@@ -22,8 +23,7 @@ class LocalHandle(Generic[T]):
         self._snapshot = snapshot
         self.removed = False
         """True after the daemon reported the item removed; the last snapshot is kept."""
-        self._listeners: tuple[Callable[[Any], object], ...] = ()
-        self._lock = threading.Lock()
+        self._listeners: Registrations[Callable[[Any], object]] = Registrations()
 
     def current(self) -> T | None:
         """The last snapshot seen (kept after a removal); ``None`` before any."""
@@ -36,14 +36,7 @@ class LocalHandle(Generic[T]):
         observations of the directory receive. On ``upsert`` ``current()`` is replaced
         before ``handler`` runs; on ``remove`` the last snapshot is kept and ``removed`` set.
         """
-        with self._lock:
-            self._listeners = (*self._listeners, handler)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                self._listeners = tuple(h for h in self._listeners if h is not handler)
-
-        return unsubscribe
+        return self._listeners.add(handler)
 
     def apply_update(self, snapshot: T | None, message: Any, invoke: Callable[..., None]) -> None:
         """Callback thread: apply one routed update (``snapshot`` None means removed) and run
@@ -53,7 +46,7 @@ class LocalHandle(Generic[T]):
             self.removed = False
         else:
             self.removed = True
-        for listener in self._listeners:
+        for listener in self._listeners.values():
             invoke(listener, message)
 
     def note_snapshot(self, snapshot: T) -> None:
