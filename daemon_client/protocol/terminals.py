@@ -232,3 +232,15 @@ def raw_index(text: str, stripped_index: int) -> int:
         count += plain
         position = found.end()
     return position + (stripped_index - count)
+
+
+def escape_end(text: str, position: int, end: int) -> int:
+    """``position``, or the end of the escape sequence of ``text[:end]`` it falls inside: the
+    first place at or after ``position`` where a part of ``text`` can begin without showing a
+    piece of a sequence. Sequences hold no ESC but their first (and their ST's), so the last ESC
+    before ``position`` tells."""
+    start = text.rfind("\x1b", 0, position)
+    if start < 0:
+        return position
+    found = _ANSI.match(text, start, end)
+    return found.end() if found is not None and found.end() > position else position
