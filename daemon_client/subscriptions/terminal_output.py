@@ -306,7 +306,7 @@ class OutputReader:
             complete = search.complete_end(text)  # outside the lock, as the pattern: both may be slow
             if cover is None:
                 cover = start + complete
-            if deadline is not None and search.searched_to >= cover and time.monotonic() >= deadline:
+            if ended is None and deadline is not None and search.searched_to >= cover and time.monotonic() >= deadline:
                 raise self._timed_out(search.regex, timeout, _visible(text, search.strip))
             found_now, end, searched_to = search.step(text, start, complete)
             with self._lock:
