@@ -178,32 +178,48 @@ def encode_keys(keys: Iterable[str]) -> str:
     return "".join(KEY_TOKENS.get(key, key) for key in keys)
 
 
+_STRING_BODY = r"[^\x07\x18\x1a\x1b]*"
+"""The body of a string sequence: anything up to its terminator. As in a terminal's parser, an
+ESC always ends it (``ESC \\`` is ST; any other ESC abandons the string and begins a new
+sequence), and CAN or SUB cancel it; no part of the body is ever shown."""
+
 _ANSI = re.compile(
     r"\x1b(?:"
-    r"\[[0-?]*[ -/]*[@-~]"  # CSI: cursor moves, colours, modes (ESC [ ... final)
-    r"|\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: window titles (ESC ] ... BEL or ST)
-    r"|[PX^_][^\x1b]*\x1b\\"  # DCS, SOS, PM, APC (ESC P ... ST)
-    r"|[ -/]*[0-~]"  # every other escape, with intermediates (charsets, keypad modes)
+    r"\[[0-?]*[ -/]*(?:[@-~]|\Z)"  # CSI: cursor moves, colours, modes (ESC [ ... final)
+    r"|[\]PX^_]" + _STRING_BODY + r"(?:\x07|\x1b\\|[\x18\x1a]|(?=\x1b)|\Z)"
+    # strings: OSC (ESC ]: titles, links), DCS (ESC P), SOS (ESC X), PM (ESC ^), APC (ESC _),
+    # ended by BEL or ST (ESC \\), abandoned at another ESC, cancelled by CAN/SUB
+    r"|[ -/]*(?:[0-~]|\Z)"  # every other escape, with intermediates (charsets, keypad modes)
     r")"
 )
+"""One escape sequence. The ``\\Z`` branches take a sequence cut short by the end of the text
+whole, so that :func:`strip_ansi` never shows a part of one; :func:`incomplete_escape_at` tells
+such an end apart."""
+
+_STILL_ARRIVING = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|[\]PX^_]" + _STRING_BODY + r"|[ -/]*)\Z")
+"""A sequence that the end of the text cut short: more of it may still arrive."""
 
 
 def strip_ansi(text: str) -> str:
-    """``text`` without ANSI/VT escape sequences (colours, cursor moves, modes, titles)."""
+    """``text`` without ANSI/VT escape sequences (colours, cursor moves, modes, and the strings:
+    titles, links, device controls). 7-bit sequences only: C1 controls (``0x80``-``0x9f``, which
+    UTF-8 terminals do not use as controls) are kept as text."""
     return _ANSI.sub("", text)
 
 
 def incomplete_escape_at(text: str) -> int | None:
-    """Where ``text`` ends with an escape sequence that has not arrived whole yet, else ``None``."""
-    start = text.rfind("\x1b", max(0, len(text) - 4096))
-    if start < 0:
+    """Where ``text`` ends with an escape sequence that has not arrived whole yet, else ``None``:
+    an ESC alone (perhaps the first half of a string's ST: :func:`strip_ansi` then removes the
+    string before it whole), a CSI without its final byte, or a string sequence (OSC, DCS, SOS,
+    PM, APC) of any length without its terminator.
+
+    Strings cannot hold an ESC, so such a sequence always begins at the last ESC; the visible
+    text of any prefix of a stream, cut here, is a prefix of the visible text of the whole
+    stream: nothing of a sequence still arriving is ever shown."""
+    start = text.rfind("\x1b")
+    if start < 0 or _STILL_ARRIVING.match(text, start) is None:
         return None
-    found = _ANSI.match(text, start)
-    if found is None:
-        return start  # a lone ESC at the very end
-    if text[start + 1 : start + 2] in ("[", "]", "P", "X", "^", "_") and found.end() - start == 2:
-        return start  # only "ESC [" (or the start of a string sequence) so far
-    return None
+    return start
 
 
 def raw_index(text: str, stripped_index: int) -> int:
@@ -216,3 +232,15 @@ def raw_index(text: str, stripped_index: int) -> int:
         count += plain
         position = found.end()
     return position + (stripped_index - count)
+
+
+def escape_end(text: str, position: int, end: int) -> int:
+    """``position``, or the end of the escape sequence of ``text[:end]`` it falls inside: the
+    first place at or after ``position`` where a part of ``text`` can begin without showing a
+    piece of a sequence. Sequences hold no ESC but their first (and their ST's), so the last ESC
+    before ``position`` tells."""
+    start = text.rfind("\x1b", 0, position)
+    if start < 0:
+        return position
+    found = _ANSI.match(text, start, end)
+    return found.end() if found is not None and found.end() > position else position

@@ -6,8 +6,15 @@ The reader thread appends (:meth:`OutputReader.push`, :meth:`OutputReader.end`) 
 blocking; the caller's thread waits, always with a timeout. Because the queue is filled by the
 reader thread and not by callbacks, pulling works in every ``callback_executor`` mode and from
 inside a callback. One condition variable guards the state; no user code runs under it, and no
-caller's pattern: ``expect()`` searches a copy of the unread text outside it, and consumes up to
-its match only if no other caller consumed meanwhile.
+caller's pattern: ``expect()`` searches the unread text outside it, in bounded windows
+(:mod:`~daemon_client.subscriptions.terminal_search`), and consumes up to its match only if no
+other caller consumed meanwhile.
+
+Several ``expect()`` calls may wait on one stream: each registers its progress here. A call
+whose match ends first in the output consumes first; a call that found a match waits (at most
+until its own deadline) until every other waiting call has searched as far as that match or
+found one ending later, and every consumption makes the others search the rest again, so each
+gets its own match.
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 
 from daemon_client.errors import ExpectTimeout, TerminalExited
 from daemon_client.protocol.terminal_frames import decode_output
-from daemon_client.protocol.terminals import incomplete_escape_at, raw_index, strip_ansi
+from daemon_client.protocol.terminals import incomplete_escape_at, strip_ansi
+from daemon_client.subscriptions.terminal_search import DEFAULT_WINDOW, WindowSearch
 
 _log = logging.getLogger("daemon_client.subscriptions.terminal_output")
 
@@ -53,8 +62,12 @@ class OutputReader:
         self._chunks: collections.deque[str | bytes] = collections.deque()  # bytes: decoded when read
         self._queued = 0
         self._pending = ""  # taken by expect() and not consumed by a match yet (raw text)
-        self._pending_cut = 0  # characters pushes dropped from the front of _pending, ever
-        self._consumed = 0  # callers' consumptions of _pending, ever (a match searched outside the lock checks it)
+        self._start = 0  # where _pending begins in the output (characters consumed or dropped before it)
+        self._consumed = 0  # callers' consumptions, ever (a match searched outside the lock checks it)
+        self._data = 0  # changes of the unread output (pushes, consumptions, the end), ever
+        self._version = 0  # those and the progress of expect() calls, ever
+        self._searches: list[WindowSearch] = []  # the expect() calls waiting now
+        self._orders = 0
         self._ended: Ended | None = None
         self._waiting = 0  # callers in _changed.wait(): pushes notify only when there are some
         self._dropped = 0
@@ -80,6 +93,7 @@ class OutputReader:
                 return
             self._chunks.append(output)
             self._queued += len(output)
+            self._data += 1
             if self._queued + len(self._pending) > self._ceiling:
                 self._drop_oldest_locked()
             if self._waiting:
@@ -97,7 +111,7 @@ class OutputReader:
         cut = min(excess, len(self._pending))
         if cut:
             self._pending = self._pending[cut:]
-            self._pending_cut += cut
+            self._start += cut
         dropped, counted = cut, cut
         chunks = self._chunks
         while counted < excess and len(chunks) > 1:
@@ -122,11 +136,19 @@ class OutputReader:
         with self._changed:
             if self._ended is None:
                 self._ended = ended
+                self._data += 1
+                self._version += 1
             self._changed.notify_all()
 
     @property
     def ended(self) -> bool:
         return self._ended is not None
+
+    @property
+    def expecting(self) -> int:
+        """``expect()`` calls waiting now."""
+        with self._lock:
+            return len(self._searches)
 
     # ------------------------------------------------------------------ caller thread
     def _take_locked(self) -> str | None:
@@ -139,7 +161,11 @@ class OutputReader:
 
     def _wait_locked(self, deadline: float | None) -> bool:
         """Under the lock: wait for output or the end, until ``deadline``; False when it passed."""
-        while not self._chunks and self._ended is None:
+        return self._wait_until_locked(lambda: bool(self._chunks) or self._ended is not None, deadline)
+
+    def _wait_until_locked(self, done: Callable[[], bool], deadline: float | None) -> bool:
+        """Under the lock: wait until ``done()``, until ``deadline``; False when it passed."""
+        while not done():
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return False
@@ -150,6 +176,26 @@ class OutputReader:
                 self._waiting -= 1
         return True
 
+    def _changed_locked(self, *, data: bool) -> None:
+        """Under the lock: the unread output (``data``) or a call's progress changed; waiters look."""
+        self._version += 1
+        if data:
+            self._data += 1
+        if self._waiting:
+            self._changed.notify_all()
+
+    def _moved_on(self, seen: int, *, data: bool) -> bool:
+        """Under the lock: the unread output (``data``), or anything, changed since count ``seen``."""
+        return (self._data if data else self._version) != seen
+
+    def _consume_locked(self, end: int) -> None:
+        """Under the lock: the unread output up to ``end`` (in the output) is read."""
+        if end > self._start:
+            self._pending = self._pending[end - self._start :]
+            self._start = end
+        self._consumed += 1
+        self._changed_locked(data=True)
+
     def next_chunk(self, timeout: float | None) -> str | None:
         """The next piece of unread output; ``None`` once the stream ended and everything was
         read, or when nothing arrived within ``timeout`` seconds (``None``: no limit)."""
@@ -159,13 +205,17 @@ class OutputReader:
             with self._lock:
                 self._drop_oldest_locked()
                 if self._pending:
-                    text, self._pending = self._pending, ""
-                    self._consumed += 1
+                    text = self._pending
+                    self._consume_locked(self._start + len(text))
                     return text
                 while True:
                     chunk = self._take_locked()
-                    if chunk is not None or self._ended is not None or not self._wait_locked(deadline):
+                    if chunk is not None:
+                        self._start += len(chunk)
+                        self._consume_locked(self._start)
                         return chunk
+                    if self._ended is not None or not self._wait_locked(deadline):
+                        return None
         finally:
             self._log_first_drop()
 
@@ -189,59 +239,115 @@ class OutputReader:
                 return
             yield chunk
 
-    def expect(self, pattern: str | re.Pattern[str], timeout: float | None, *, strip: bool) -> re.Match[str]:
+    def expect(
+        self,
+        pattern: str | re.Pattern[str],
+        timeout: float | None,
+        *,
+        strip: bool,
+        window: int = DEFAULT_WINDOW,
+    ) -> re.Match[str]:
         """Wait until the unread output matches ``pattern`` (``re.search``), consume the output
         up to the end of the match and return it. With ``strip`` escape sequences are removed
-        before matching (the match is then on the cleaned text). Raises
-        :class:`ExpectTimeout` after ``timeout`` seconds, or the stream's end reason once it
-        ended with no match left in the unread output.
+        before matching (the match is then on the cleaned text; a sequence still arriving is
+        never matched). Raises :class:`ExpectTimeout` after ``timeout`` seconds, or the
+        stream's end reason once it ended with no match left in the unread output.
 
-        The pattern runs outside the lock the reader thread's pushes take, on a copy of the
-        unread text: a slow pattern over a long backlog holds up this caller, never the reader.
+        The pattern runs outside the lock the reader thread's pushes take, and each search hands
+        it at most ``window`` characters of output (plus up to ``LOOK_BEHIND`` before them, for
+        look-behind only): the first ``window`` of the unread output, then ``window // 2``
+        already searched and up to ``window // 2`` new, as if the output had arrived in such
+        pieces (a match touching the end of a window that is not the end of the output is
+        looked at again in the next). So a match up to ``window // 2`` characters long is found
+        wherever it falls, and the interpreter is held for one window's search at a time. The
+        match's ``string`` is the window. Output already unread when the call began is searched
+        whole, even with ``timeout=0``; after that the deadline is looked at between windows.
+
         Pushes meanwhile may drop the oldest of that text (over the limit); the match then
-        consumes what is left of it up to the match's end. If another caller consumed unread
-        output meanwhile (``output()``, another ``expect()``), the match is not used and what
-        is left is searched again."""
+        consumes what is left of it up to the match's end. Several calls waiting at once take
+        their matches in the order the matches end in the output (see the module docstring);
+        if another caller consumed meanwhile (``output()``, another ``expect()``), a match is
+        not used and what is left is searched again."""
         self._check_keeps("expect()")
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        search = WindowSearch(regex, strip, window)
         deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            self._orders += 1
+            search.order = self._orders
+            self._searches.append(search)
         try:
-            return self._expect(regex, timeout, deadline, strip)
+            return self._expect(search, timeout, deadline)
         finally:
+            with self._lock:
+                self._searches.remove(search)
+                self._changed_locked(data=False)  # others may be waiting for this call's progress
             self._log_first_drop()
 
-    def _expect(
-        self, regex: re.Pattern[str], timeout: float | None, deadline: float | None, strip: bool
-    ) -> re.Match[str]:
-        searched: str | None = None  # the text last searched without a match
+    def _expect(self, search: WindowSearch, timeout: float | None, deadline: float | None) -> re.Match[str]:
+        cover: int | None = None  # where the output unread when the call began ends
         while True:
             with self._lock:
-                while (chunk := self._take_locked()) is not None:
-                    self._pending += chunk
-                text, cut_before, consumed, ended = self._pending, self._pending_cut, self._consumed, self._ended
-            stale = False
-            if text is not searched:
-                found, end = _search(regex, text, strip)  # outside the lock: the pattern may be slow
-                if found is None:
-                    searched = text
-                else:
-                    with self._lock:
-                        stale = self._consumed != consumed  # another caller consumed: search again
-                        if not stale:
-                            # _pending is text less what pushes dropped from its front, plus what
-                            # other expect() calls moved in after it
-                            self._pending = self._pending[max(0, end - (self._pending_cut - cut_before)) :]
-                            self._consumed += 1
-                            return found
-            if ended is not None and not stale:
-                raise ended(_visible(text, strip))
-            with self._lock:  # every turn looks at the clock: output that never matches times out too
-                timed_out = deadline is not None and time.monotonic() >= deadline
-                if not (timed_out or stale) and self._pending is text:
-                    timed_out = not self._wait_locked(deadline)
-                text = self._pending
-            if timed_out:
-                raise self._timed_out(regex, timeout, _visible(text, strip))
+                self._absorb_locked()
+                if search.epoch != self._consumed:
+                    search.restart(self._start, self._consumed)
+                search.searched_to = max(search.searched_to, self._start)
+                if search.found is not None:
+                    found = search.found
+                    if self._goes_first_locked(search):
+                        self._consume_locked(search.found_end)
+                        return found
+                    version = self._version
+                    if not self._wait_until_locked(partial(self._moved_on, version, data=False), deadline):
+                        self._consume_locked(search.found_end)  # its own deadline: take it anyway
+                        return found
+                    continue
+                text, start, data, epoch, ended = self._pending, self._start, self._data, self._consumed, self._ended
+            complete = search.complete_end(text)  # outside the lock, as the pattern: both may be slow
+            if cover is None:
+                cover = start + complete
+            if ended is None and deadline is not None and search.searched_to >= cover and time.monotonic() >= deadline:
+                raise self._timed_out(search.regex, timeout, _visible(text, search.strip))
+            found_now, end, searched_to = search.step(text, start, complete)
+            with self._lock:
+                if epoch != self._consumed:
+                    continue  # another caller consumed meanwhile: search what is left again
+                search.searched_to = max(search.searched_to, searched_to)
+                if found_now is not None:
+                    search.found, search.found_end = found_now, end
+                self._changed_locked(data=False)
+                if found_now is not None or searched_to < start + complete or self._data != data:
+                    continue
+                if ended is None:
+                    if self._wait_until_locked(partial(self._moved_on, data, data=True), deadline):
+                        continue
+                    text = self._pending
+            if ended is not None:
+                raise ended(_visible(text, search.strip))
+            raise self._timed_out(search.regex, timeout, _visible(text, search.strip))
+
+    def _absorb_locked(self) -> None:
+        """Under the lock: move the queued output into ``_pending``, where expect() searches it."""
+        taken = []
+        while (chunk := self._take_locked()) is not None:
+            taken.append(chunk)
+        if taken:
+            self._pending = "".join([self._pending, *taken])
+
+    def _goes_first_locked(self, search: WindowSearch) -> bool:
+        """Under the lock: no other waiting call may have a match ending before ``search``'s."""
+        mine = (search.found_end, search.order)
+        for other in self._searches:
+            if other is search:
+                continue
+            if other.epoch != self._consumed:
+                return False  # it has not searched since the last consumption
+            if other.found is not None:
+                if (other.found_end, other.order) < mine:
+                    return False
+            elif other.searched_to < search.found_end:
+                return False
+        return True
 
     def _timed_out(self, regex: re.Pattern[str], timeout: float | None, unmatched: str) -> ExpectTimeout:
         return ExpectTimeout(
@@ -249,18 +355,6 @@ class OutputReader:
             f"unmatched output ends with {unmatched[-200:]!r}",
             output=unmatched,
         )
-
-
-def _search(regex: re.Pattern[str], raw: str, strip: bool) -> tuple[re.Match[str] | None, int]:
-    """``regex`` searched in ``raw`` (with ``strip``: in its text without escape sequences, an
-    escape sequence still arriving left out); with the end of the match in ``raw``."""
-    if not strip:
-        found = regex.search(raw)
-        return found, 0 if found is None else found.end()
-    cut = incomplete_escape_at(raw)
-    complete = raw if cut is None else raw[:cut]
-    found = regex.search(strip_ansi(complete))
-    return found, 0 if found is None else raw_index(complete, found.end())
 
 
 def _visible(raw: str, strip: bool) -> str:

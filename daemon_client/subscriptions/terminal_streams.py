@@ -51,6 +51,7 @@ from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.requests import CallbackFuture
 from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, control_timeout, move
 from daemon_client.subscriptions.terminal_output import DEFAULT_LIMIT, OutputReader, exited
+from daemon_client.subscriptions.terminal_search import DEFAULT_WINDOW
 
 _log = logging.getLogger("daemon_client.subscriptions.terminal_streams")
 
@@ -170,15 +171,32 @@ class TerminalStream:
         return self._reader.chunks(timeout)
 
     def expect(
-        self, pattern: str | re.Pattern[str], timeout: float | None = 30.0, *, strip_ansi: bool = True
+        self,
+        pattern: str | re.Pattern[str],
+        timeout: float | None = 30.0,
+        *,
+        strip_ansi: bool = True,
+        window: int = DEFAULT_WINDOW,
     ) -> re.Match[str]:
         """Wait until the unread output matches ``pattern`` (``re.search``) and return the match;
         the output up to its end is consumed (like pexpect). ``strip_ansi``: match the text
-        without escape sequences. Raises :class:`~daemon_client.ExpectTimeout` after
-        ``timeout`` seconds, :class:`~daemon_client.TerminalExited` if the terminal ends first
+        without escape sequences (a sequence still arriving is never matched). Raises
+        :class:`~daemon_client.ExpectTimeout` after ``timeout`` seconds,
+        :class:`~daemon_client.TerminalExited` if the terminal ends first
         (``SubscriptionReleased``/``ClientClosed`` if the stream ends so); the unmatched text is
-        the exception's ``output``."""
-        return self._reader.expect(pattern, timeout, strip=strip_ansi)
+        the exception's ``output``.
+
+        ``window`` (16,384): the most output one search hands the pattern (plus 64 characters
+        before it for look-behind): the unread output is searched ``window`` characters at a
+        time, and new output together with the last ``window // 2`` characters already searched,
+        so a match up to ``window // 2`` characters long is found wherever it falls (a longer
+        one only within one window), and the match's ``string`` is that window. The pattern
+        runs on this thread, outside the stream's lock; but ``re`` holds the interpreter for a
+        whole search, so a search delays the reader thread by as long as it takes on one
+        window: short for an ordinary pattern, unbounded for one that backtracks
+        catastrophically. Calls waiting at once on one stream each get their own match, in the
+        order the matches end in the output."""
+        return self._reader.expect(pattern, timeout, strip=strip_ansi, window=window)
 
     def release(self) -> None:
         """Stop streaming (nothing to wait for: the daemon does not answer). Harmless twice."""
