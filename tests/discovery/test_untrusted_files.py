@@ -77,7 +77,7 @@ def test_a_given_address_with_an_unusable_port_is_a_clear_value_error(home: Path
     with pytest.raises(ValueError, match="between 1 and 65535"):
         parse_target(given)
     monkeypatch.setenv("PASEO_HOST", given)
-    with pytest.raises(ValueError, match="PASEO_HOST: .*between 1 and 65535"):
+    with pytest.raises(ValueError, match=r"PASEO_HOST: .*between 1 and 65535"):
         resolve()
 
 
