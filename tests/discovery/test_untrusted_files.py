@@ -97,3 +97,34 @@ def test_a_lookup_raising_anything_keeps_the_current_target(home: Path, error: E
 
     source = TargetSource(resolve(), lookup, logging.getLogger("daemon_client.test"))
     assert source.next().url == dc.DEFAULT_URL
+
+
+def test_a_pid_file_gone_bad_between_reconnects_never_ends_the_reader(home: Path, fakes, monkeypatch) -> None:
+    import importlib
+
+    resolve_module = importlib.import_module("daemon_client.discovery.resolve")
+    fake = fakes("capable")
+    listen = fake.serve().split("//", 1)[1].removesuffix("/ws")
+    lock = {"pid": os.getpid(), "hostname": socket.gethostname(), "listen": listen}
+    (home / "paseo.pid").write_text(json.dumps(lock), encoding="utf-8")
+    lookups = {"bad": 0}
+    real = resolve_module.resolve
+
+    def flaky(*args: object, **kwargs: object) -> dc.discovery.Resolution:
+        lookups["bad"] += 1
+        kinds = [RecursionError(), OverflowError(), KeyError("pid")]
+        raise kinds[lookups["bad"] % 3]
+
+    import threading
+
+    policy = dc.ReconnectPolicy(base_delay=0.01, max_delay=0.02, stable_after=0.0)
+    with dc.connect(strict=True, reconnect=policy) as client:
+        back = threading.Event()
+        client.on_state_change(
+            lambda _old, new, _why: back.set() if new is dc.ConnectionState.CONNECTED and lookups["bad"] else None
+        )
+        client._targets._lookup = flaky  # an unexpected failure of every lookup
+        fake.drop_connections()
+        assert back.wait(10)  # the reader lived on and dialled again
+        assert lookups["bad"] >= 1
+        client._targets._lookup = real
