@@ -3,8 +3,9 @@
 :class:`TargetSource` holds the client's current :class:`Resolution`. The connection's reader
 thread calls :meth:`TargetSource.next` before each attempt: an explicit address is kept, a
 discovered one is resolved again, so that a daemon restarted on another port or socket is found
-through its new pid file. Any thread may read :attr:`TargetSource.current`. The lock guards
-one reference and is never held while resolving or logging.
+through its new pid file. A lookup that fails, whatever it raises, keeps the current target
+(logged): finding the daemon never ends the reader thread. Any thread may read
+:attr:`TargetSource.current`. The lock guards one reference and is never held while resolving or logging.
 """
 
 from __future__ import annotations
@@ -38,15 +39,18 @@ class TargetSource:
             return self._resolution.target
 
     def next(self) -> DaemonTarget:
-        """Reader thread, before an attempt: the target to dial (looked up again if discovered)."""
+        """Reader thread, before an attempt: the target to dial (looked up again if discovered).
+        Never raises for a failed lookup: the current target is dialled, and the next attempt
+        looks again."""
         lookup = self._lookup
         if lookup is None:
             return self.current
         try:
             found = lookup()
-        except (ValueError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - no failure to find the daemon may end the reader thread
             current = self.current
-            self._log.warning("looking the daemon up again failed (%s); dialling %s", exc, current.url)
+            shown = str(exc) if isinstance(exc, ValueError | OSError) else type(exc).__name__
+            self._log.warning("looking the daemon up again failed (%s); dialling %s", shown, current.url)
             return current
         with self._lock:
             previous, self._resolution = self._resolution, found

@@ -102,7 +102,10 @@ def _port(text: str, original: str) -> int:
 
 
 def tcp_target(host: str, port: int, *, tls: bool = False, password: str | None = None) -> DaemonTarget:
-    """The TCP target ``host:port`` (``host`` unbracketed), upgraded at ``/ws``."""
+    """The TCP target ``host:port`` (``host`` unbracketed), upgraded at ``/ws``; ``ValueError``
+    for a port outside 1-65535."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ValueError(f"{host}:{port!r}: the port must be a number between 1 and 65535")
     netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     url = f"{'wss' if tls else 'ws'}://{netloc}/ws"
     return DaemonTarget(TargetKind.TCP, url, url, password=password)
@@ -150,6 +153,32 @@ def _parse_tcp_uri(text: str) -> DaemonTarget:
     return tcp_target(host, _port(match.group("port"), _redact(text)), tls=ssl == "true", password=password)
 
 
+def _parse_ws_url(raw: str) -> DaemonTarget:
+    shown = _redact(raw)
+    try:
+        parts = urlsplit(raw)
+        hostname = parts.hostname
+    except ValueError:  # a bad IPv6 literal
+        raise ValueError(f"{shown!r} is not a WebSocket URL (ws://host:port/path)") from None
+    try:
+        port = parts.port
+    except ValueError:  # out of range, or not a number
+        raise ValueError(f"{shown!r}: the port must be a number between 1 and 65535") from None
+    if not hostname:
+        raise ValueError(f"{shown!r}: the URL has no host")
+    if parts.username or parts.password:
+        raise ValueError(f"{shown!r}: userinfo (user:password@) is not accepted; use password=")
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError(f"{shown!r}: the port must be a number between 1 and 65535")
+    return DaemonTarget(TargetKind.TCP, raw, raw)
+
+
+def redact_address(text: str) -> str:
+    """``text`` as it may be shown: a pairing offer's payload, a ``password=`` value, userinfo
+    and any fragment hidden."""
+    return _redact(redact_offer(text))
+
+
 def _redact(text: str) -> str:
     """``text`` with a ``password=`` value, userinfo and any fragment hidden, for error messages."""
     text = re.sub(r"#.*", "#…", text)  # a fragment may be a mistyped pairing offer
@@ -172,12 +201,7 @@ def parse_target(text: str, *, listen: bool = False) -> DaemonTarget:
         return relay_target(parse_offer(raw))
     lower = raw.lower()
     if lower.startswith(("ws://", "wss://")):
-        parts = urlsplit(raw)
-        if not parts.hostname:
-            raise ValueError(f"{_redact(raw)!r}: the URL has no host")
-        if parts.username or parts.password:
-            raise ValueError(f"{_redact(raw)!r}: userinfo (user:password@) is not accepted; use password=")
-        return DaemonTarget(TargetKind.TCP, raw, raw)
+        return _parse_ws_url(raw)
     if lower.startswith("tcp://"):
         return _parse_tcp_uri(raw)
     if lower.startswith("unix://"):

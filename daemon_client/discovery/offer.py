@@ -20,6 +20,8 @@ from urllib.parse import quote
 
 import attrs
 
+from daemon_client import _nesting as nesting
+
 OFFER_MARKER = "#offer="
 HOSTED_RELAY = "relay.paseo.sh:443"
 """The endpoint of Paseo's hosted relay: the only one dialled with TLS unless told otherwise."""
@@ -151,7 +153,9 @@ def parse_offer(text: str) -> RelayTarget:
         raise ValueError("the pairing offer is empty after '#offer='")
     raw = _b64decode(encoded, "the pairing offer (was the link cut short?)")
     try:
-        payload: Any = json.loads(raw.decode("utf-8"))
+        payload: Any = nesting.loads(raw.decode("utf-8"), "the pairing offer")
+    except nesting.NestingTooDeep:
+        raise
     except (UnicodeDecodeError, ValueError):
         raise ValueError("the pairing offer does not decode to JSON (was the link cut short?)") from None
     if not isinstance(payload, dict):

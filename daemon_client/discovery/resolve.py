@@ -15,23 +15,30 @@ own proxy URL. Any thread may call :func:`resolve`; it reads the environment and
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import socket
+import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from daemon_client.discovery.hosts import DaemonTarget, parse_target, relay_target
-from daemon_client.discovery.offer import RelayTarget, redact_offer
+from daemon_client import _nesting as nesting
+from daemon_client.discovery.hosts import DaemonTarget, parse_target, redact_address, relay_target
+from daemon_client.discovery.offer import RelayTarget
 
 DEFAULT_HOST = "localhost:6767"
 PID_FILE = "paseo.pid"
 CONFIG_FILE = "config.json"
 _MAX_FILE_BYTES = 1 << 20
+_MAX_PID = (1 << 31) - 1
+"""The largest pid a process can have anywhere (``pid_t`` is a signed 32-bit integer)."""
+_UNUSABLE = ("skipped", "unreadable")
+"""How the note of a file found but unusable begins (a missing file is no news)."""
+_log = logging.getLogger("daemon_client.discovery")
 
 
 @attrs.frozen
@@ -84,19 +91,52 @@ def paseo_home(env: Mapping[str, str] | None = None) -> Path:
     return Path(os.path.expanduser(raw or "~/.paseo")).absolute()
 
 
-def _read_json(path: Path) -> tuple[dict[str, Any] | None, str]:
-    """The JSON object in ``path``, or ``None`` and why not."""
+def _read_regular_file(path: Path) -> tuple[bytes | None, str]:
+    """The bytes of ``path`` if it is a regular file of at most 1 MiB, else ``None`` and why not.
+
+    Opened without blocking (a FIFO or a device at that path would hold the open or the read
+    forever) and checked with ``fstat`` on the open descriptor, so nothing swapped in between
+    the check and the read is read.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
-        with path.open("rb") as handle:
-            data = handle.read(_MAX_FILE_BYTES + 1)
+        fd = os.open(path, flags | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         return None, "no such file"
     except OSError as exc:
         return None, f"unreadable ({exc.strerror or exc})"
-    if len(data) > _MAX_FILE_BYTES:
-        return None, "skipped: larger than 1 MiB"
     try:
-        parsed = json.loads(data.decode("utf-8"))
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, "skipped: not a regular file"
+        if info.st_size > _MAX_FILE_BYTES:
+            return None, "skipped: larger than 1 MiB"
+        chunks: list[bytes] = []
+        size = 0
+        while size <= _MAX_FILE_BYTES:  # a file growing meanwhile is read up to the bound only
+            chunk = os.read(fd, _MAX_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+    if size > _MAX_FILE_BYTES:
+        return None, "skipped: larger than 1 MiB"
+    return b"".join(chunks), ""
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object in ``path``, or ``None`` and why not (never an exception for its content)."""
+    data, why = _read_regular_file(path)
+    if data is None:
+        return None, why
+    try:
+        parsed = nesting.loads(data.decode("utf-8"), "the file")
+    except nesting.NestingTooDeep as exc:
+        return None, f"skipped: {exc}"
     except (UnicodeDecodeError, ValueError) as exc:
         return None, f"skipped: not JSON ({exc})"
     if not isinstance(parsed, dict):
@@ -104,17 +144,22 @@ def _read_json(path: Path) -> tuple[dict[str, Any] | None, str]:
     return parsed, ""
 
 
-def _pid_gone(lock: Mapping[str, Any]) -> int | None:
-    """The pid of a lock written on this machine by a process that no longer runs, else ``None``."""
+def _pid_unusable(lock: Mapping[str, Any]) -> str | None:
+    """Why the lock cannot be the running daemon's: written on this machine by a process that no
+    longer runs, or naming a pid no process can have; ``None`` when it may be (or cannot be told)."""
     pid, host = lock.get("pid"), lock.get("hostname")
     if sys.platform == "win32" or not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return None
     if not isinstance(host, str) or host != socket.gethostname():
         return None
+    if pid > _MAX_PID:
+        return f"skipped: {pid} is not a process id"
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return pid
+        return f"skipped: the daemon (pid {pid}) is not running"
+    except (OverflowError, ValueError):
+        return f"skipped: {pid} is not a process id"
     except OSError:  # EPERM: it runs under another user
         return None
     return None
@@ -127,7 +172,8 @@ def _shown(raw: str, target: DaemonTarget) -> str:
 
 
 class _Search:
-    """The steps of one resolution, in order; the first usable value wins."""
+    """The steps of one resolution, in order; the first usable value wins. A value found but
+    unusable is skipped with one log line (no credentials in it: the values are not logged)."""
 
     def __init__(self) -> None:
         self.steps: list[Step] = []
@@ -138,12 +184,12 @@ class _Search:
             self.steps.append(Step(source, where, None, "not set"))
             return
         if not isinstance(value, str) or not value.strip():
-            self.steps.append(Step(source, where, repr(value), "skipped: not an address"))
+            self.skip(source, where, _preview(repr(value)), "skipped: not an address")
             return
         try:
             target = parse_target(value, listen=listen)
         except ValueError as exc:
-            self.steps.append(Step(source, where, redact_offer(value), f"skipped: {exc}"))
+            self.skip(source, where, redact_address(value), f"skipped: {exc}")
             return
         shown = _shown(value, target)
         if self.chosen is not None:
@@ -155,27 +201,48 @@ class _Search:
     def missing(self, source: str, where: str, note: str) -> None:
         self.steps.append(Step(source, where, None, note))
 
+    def unread(self, source: str, where: str, why: str) -> None:
+        """A file not read: missing (no news), or found but unusable (skipped, logged)."""
+        if why.startswith(_UNUSABLE):
+            self.skip(source, where, None, why)
+        else:
+            self.missing(source, where, why)
 
-def _pid_file_step(search: _Search, home: Path) -> None:
-    path = home / PID_FILE
+    def skip(self, source: str, where: str, value: str | None, note: str) -> None:
+        self.steps.append(Step(source, where, value, note))
+        _log.warning("daemon discovery: %s %s", where, note)
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
+def _file_step(search: _Search, source: str, path: Path, step: Callable[[_Search, Path], None]) -> None:
+    """One file's step; whatever its content makes go wrong skips the step, never the resolution."""
+    try:
+        step(search, path)
+    except Exception as exc:  # noqa: BLE001 - untrusted content: an unforeseen failure is one more unusable step
+        search.skip(source, str(path), None, f"skipped: unusable ({type(exc).__name__})")
+
+
+def _pid_file_step(search: _Search, path: Path) -> None:
     lock, why = _read_json(path)
     if lock is None:
-        search.missing("pid file", str(path), why)
+        search.unread("pid file", str(path), why)
         return
-    gone = _pid_gone(lock)
-    if gone is not None:
-        search.missing("pid file", str(path), f"skipped: the daemon (pid {gone}) is not running")
+    unusable = _pid_unusable(lock)
+    if unusable is not None:
+        search.skip("pid file", str(path), None, unusable)
         return
     legacy = not isinstance(lock.get("listen"), str) and isinstance(lock.get("sockPath"), str)
     field = "sockPath" if legacy else "listen"
     search.offer("pid file", f"{path} ({field})", lock.get(field))
 
 
-def _config_step(search: _Search, home: Path) -> None:
-    path = home / CONFIG_FILE
+def _config_step(search: _Search, path: Path) -> None:
     config, why = _read_json(path)
     if config is None:
-        search.missing("config", str(path), why)
+        search.unread("config", str(path), why)
         return
     daemon = config.get("daemon")
     search.offer("config", f"{path} (daemon.listen)", daemon.get("listen") if isinstance(daemon, dict) else None)
@@ -208,8 +275,8 @@ def resolve(url: str | RelayTarget | None = None, *, env: Mapping[str, str] | No
     search.missing("PASEO_HOST", "PASEO_HOST", "not set")
     search.offer("PASEO_LISTEN", "PASEO_LISTEN", environ.get("PASEO_LISTEN") or None)
     home = paseo_home(environ)
-    _pid_file_step(search, home)
-    _config_step(search, home)
+    _file_step(search, "pid file", home / PID_FILE, _pid_file_step)
+    _file_step(search, "config", home / CONFIG_FILE, _config_step)
     search.offer("default", "default", DEFAULT_HOST, listen=False)
     if environ.get("PASEO_URL"):
         search.missing("PASEO_URL", "PASEO_URL", "ignored: a workspace service's own URL, never the daemon's")

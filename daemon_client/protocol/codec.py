@@ -20,6 +20,8 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from daemon_client import _nesting as nesting
+from daemon_client._nesting import MAX_DEPTH, is_depth_error, too_deep
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol import lenient
 from daemon_client.protocol.lenient import EXTRA_FIELDS, RAW_FIELD, to_camel
@@ -50,6 +52,10 @@ except ImportError:  # pragma: no cover - exercised when orjson is absent
 
 class MalformedFrame(ProtocolError):
     """An inbound frame that is not a usable protocol frame; it is logged and skipped."""
+
+
+def _too_deep(text: str) -> MalformedFrame:
+    return MalformedFrame(f"frame of {len(text)} chars is nested more than {MAX_DEPTH} levels deep (the nesting limit)")
 
 
 converter = cattrs.Converter()
@@ -122,26 +128,31 @@ def _with_lone_surrogates(text: str, error: ValueError) -> Any:
     """orjson refuses a lone UTF-16 surrogate (``\\ud83d``), which a daemon writes when it splits
     a message between the halves of an emoji; the standard parser keeps it. Anything else that
     failed to parse is a :class:`MalformedFrame`."""
+    if is_depth_error(error):
+        raise _too_deep(text) from None
     if _loads is not json.loads and _SURROGATE_ESCAPE.search(text) is not None:
         try:
             return json.loads(text)
         except RecursionError:
-            raise MalformedFrame("frame is nested too deeply") from None
+            raise _too_deep(text) from None
         except ValueError as exc:
             error = exc
     raise MalformedFrame(f"frame is not valid JSON ({preview(str(error), 120)})") from None
 
 
 def decode_frame(text: str) -> InboundFrame:
-    """Decode one inbound text frame (reader thread). Raises :class:`MalformedFrame`."""
+    """Decode one inbound text frame (reader thread). Raises :class:`MalformedFrame`, also for a
+    frame nested deeper than :data:`~daemon_client._nesting.MAX_DEPTH`."""
     try:
         obj = _loads(text)
     except RecursionError:
-        raise MalformedFrame("frame is nested too deeply") from None
+        raise _too_deep(text) from None
     except ValueError as exc:
         obj = _with_lone_surrogates(text, exc)
     if type(obj) is not dict:
         raise MalformedFrame("frame is not a JSON object")
+    if text.count("{") + text.count("[") > MAX_DEPTH and too_deep(obj):  # fewer brackets cannot nest deeper
+        raise _too_deep(text)
     kind = obj.get("type")
     if kind == "session":
         message = obj.get("message")
@@ -167,9 +178,11 @@ def decode_frame(text: str) -> InboundFrame:
     return UnknownMessage(obj)
 
 
-def loads(data: str | bytes) -> Any:
-    """Parse JSON text or UTF-8 bytes (orjson when installed); ``ValueError`` if it is not JSON."""
-    return _loads(data)  # type: ignore[arg-type]
+def loads(data: str | bytes, what: str = "the JSON text") -> Any:
+    """Parse JSON text or UTF-8 bytes (orjson when installed); ``ValueError`` if it is not JSON,
+    :class:`~daemon_client._nesting.NestingTooDeep` (naming ``what``) if it nests deeper
+    than the limit."""
+    return nesting.loads(data, what, parse=_loads)
 
 
 def encode(obj: Mapping[str, Any]) -> str:

@@ -178,7 +178,11 @@ class Supervisor:
     def _run_once(self) -> tuple[Failure, float | None]:
         """One connection: open, handshake, read until it ends. Returns why it ended."""
         link, opts = self._link, self._opts
-        target = opts.targets.next()
+        try:
+            target = opts.targets.next()
+        except Exception as exc:  # noqa: BLE001 - finding the daemon failing is this attempt's outcome, never the thread's end
+            self._log.warning("%s: finding the daemon failed (%s); trying again later", link.name, type(exc).__name__)
+            return Failure(ConnectionLost(f"Cannot find the daemon: {type(exc).__name__}")), None
         try:
             transport = opts.transport_factory()
         except Exception as exc:  # noqa: BLE001 - a user factory: its error is this attempt's outcome

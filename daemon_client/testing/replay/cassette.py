@@ -5,7 +5,9 @@ one JSON object a line with ``dir`` (``in``: from the daemon, ``out``: from the 
 (seconds), ``conn`` (the connection's name) and exactly one of ``frame`` (a decoded text
 frame, or ``{"binary": <length>, "base64"|"hex": ..}``), ``raw`` (a text frame that is not
 JSON), ``open`` (the upgrade), ``close`` (``{"code", "reason"}``) or ``abort``. Connections
-keep the order of their first line. Pure parsing; runs on the caller's thread.
+keep the order of their first line. Every error reading a recording is a :class:`RecordingError`
+naming the file and the line (bytes that are not UTF-8, a line that is not JSON or nests deeper
+than the nesting limit, a line of the wrong shape). Pure parsing; runs on the caller's thread.
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ from typing import Any
 
 import attrs
 
+from daemon_client import _nesting as nesting
+
 __all__ = ["Event", "RecordedConnection", "Recording", "RecordingError"]
 
 _KINDS = ("frame", "raw", "open", "close", "abort")
+_LINE_DEPTH = nesting.MAX_DEPTH + 1
+"""A line holds one frame (nested up to the limit) one level down."""
 
 
 class RecordingError(ValueError):
@@ -75,19 +81,21 @@ class Recording:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Recording:
-        """Read a JSONL recording; ``RecordingError`` for a malformed line, ``OSError`` if unreadable."""
+        """Read a JSONL recording; ``RecordingError`` (naming the file and line) for a malformed
+        line, ``OSError`` if unreadable."""
         source = os.fspath(path)
-        with open(source, encoding="utf-8") as handle:
+        with open(source, "rb") as handle:  # decoded line by line, so that bad UTF-8 names its line
             return cls.parse(handle, source=source)
 
     @classmethod
-    def parse(cls, lines: Iterable[str], *, source: str = "<recording>") -> Recording:
-        """Parse the lines of a recording (blank lines are skipped)."""
+    def parse(cls, lines: Iterable[str | bytes], *, source: str = "<recording>") -> Recording:
+        """Parse the lines of a recording, text or UTF-8 bytes (blank lines are skipped)."""
         order: list[str] = []
         opened: dict[str, Mapping[str, Any]] = {}
         starts: dict[str, float] = {}
         events: dict[str, list[Event]] = {}
-        for number, text in enumerate(lines, start=1):
+        for number, line in enumerate(lines, start=1):
+            text = _text(line, f"{source}:{number}")
             if not text.strip():
                 continue
             conn, event = _parse_line(text, number, source)
@@ -107,10 +115,28 @@ class Recording:
         return cls(source, tuple(connections))
 
 
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def _text(line: str | bytes, where: str) -> str:
+    if isinstance(line, str):
+        return line
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordingError(
+            f"{where}: not UTF-8 (byte {exc.start + 1} of the line; was the recording cut short?)"
+        ) from None
+
+
 def _parse_line(text: str, number: int, source: str) -> tuple[str, Event]:
     where = f"{source}:{number}"
     try:
-        item = json.loads(text)
+        item = nesting.loads(text, "the line", limit=_LINE_DEPTH)
+    except nesting.NestingTooDeep as exc:
+        raise RecordingError(f"{where}: {exc}") from None
     except ValueError as exc:
         raise RecordingError(f"{where}: not JSON ({exc})") from None
     if not isinstance(item, dict):
@@ -118,8 +144,8 @@ def _parse_line(text: str, number: int, source: str) -> tuple[str, Event]:
     direction, t, conn = item.get("dir"), item.get("t", 0.0), item.get("conn", "c1")
     if direction not in ("in", "out"):
         raise RecordingError(f"{where}: 'dir' must be 'in' or 'out', got {direction!r}")
-    if isinstance(t, bool) or not isinstance(t, (int, float)):
-        raise RecordingError(f"{where}: 't' must be a number of seconds, got {t!r}")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not -1e12 < t < 1e12:
+        raise RecordingError(f"{where}: 't' must be a number of seconds, got {_shown(t)}")
     if not isinstance(conn, str):
         raise RecordingError(f"{where}: 'conn' must be a string, got {conn!r}")
     kinds = [kind for kind in _KINDS if kind in item]
