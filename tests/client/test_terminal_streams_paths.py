@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import daemon_client as dc
-from daemon_client import terminal_handle
+from daemon_client.api.terminals import handle as terminal_handle
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.terminal_frames import OUTPUT, SNAPSHOT
 from daemon_client.runtime.dispatch import Dispatcher

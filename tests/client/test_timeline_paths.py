@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 import daemon_client as dc
-from daemon_client import timeline as timeline_module
+from daemon_client.api.agents import timeline as timeline_module
 from daemon_client.testing import FakeDaemon
 from daemon_client.testing.fake.engine.handlers import RequestContext
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 import daemon_client as dc
+from daemon_client.api.workspaces.worktrees import WORKTREE_REFUSAL
 from daemon_client.protocol import decode_frame, structure
 from daemon_client.protocol.directory import parse_workspace_list, parse_workspace_update
 from daemon_client.protocol.worktrees import WorktreeArchive, WorktreeInfo, create_message
 from daemon_client.testing import FakeDaemon
-from daemon_client.api.workspaces.create import WORKTREE_REFUSAL
 
 from ..conftest import KINDS, TRANSPORTS
 from .lossless import assert_lossless, replay, session_frames, transcript
