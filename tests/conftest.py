@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -113,3 +114,25 @@ def connected(
         return fake, client
 
     return make
+
+
+@pytest.fixture
+def fast_switching() -> Iterator[None]:
+    """Switch threads as often as the interpreter allows, to widen every race window."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
+
+
+@pytest.fixture
+def paseo_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """An empty ``PASEO_HOME``; no ``PASEO_HOST``/``PASEO_LISTEN``/``PASEO_URL``/``PASEO_PASSWORD``."""
+    for name in ("PASEO_HOST", "PASEO_LISTEN", "PASEO_URL", "PASEO_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "paseo-home"
+    path.mkdir()
+    monkeypatch.setenv("PASEO_HOME", str(path))
+    return path

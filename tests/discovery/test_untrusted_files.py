@@ -17,13 +17,8 @@ from daemon_client.discovery.attempts import TargetSource
 
 
 @pytest.fixture
-def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for name in ("PASEO_HOST", "PASEO_LISTEN", "PASEO_URL", "PASEO_PASSWORD"):
-        monkeypatch.delenv(name, raising=False)
-    path = tmp_path / "paseo-home"
-    path.mkdir()
-    monkeypatch.setenv("PASEO_HOME", str(path))
-    return path
+def home(paseo_home: Path) -> Path:
+    return paseo_home
 
 
 def notes(found: dc.discovery.Resolution) -> dict[str, str]:

@@ -10,9 +10,8 @@ of that update run before the count is read.
 
 from __future__ import annotations
 
-import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,13 +26,7 @@ BOUND = 30.0
 CWD = "/repo"
 
 
-@pytest.fixture(autouse=True)
-def busy_switching() -> Iterator[None]:
-    """Switch threads as often as the interpreter allows, to widen every race window."""
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(previous)
+pytestmark = pytest.mark.usefixtures("fast_switching")
 
 
 class Keepers:

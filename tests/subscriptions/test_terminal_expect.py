@@ -5,10 +5,8 @@ to the pattern."""
 from __future__ import annotations
 
 import re
-import sys
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,16 +15,6 @@ from daemon_client.subscriptions.terminal_output import OutputReader
 from daemon_client.subscriptions.terminal_search import DEFAULT_WINDOW, LOOK_BEHIND
 
 STRINGS = {"OSC": "]", "DCS": "P", "SOS": "X", "PM": "^", "APC": "_"}
-
-
-@pytest.fixture
-def fast_switching() -> Iterator[None]:
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
 
 
 # ------------------------------------------------------------------------------ strings split

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from ...conftest import TRANSPORTS
-
-
-@pytest.fixture
-def fast_switching() -> Iterator[None]:
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
 
 
 @pytest.mark.usefixtures("fast_switching")
