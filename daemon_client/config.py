@@ -21,6 +21,8 @@ DEFAULT_APP_VERSION = "0.1.65"
 MIN_APP_VERSION = (0, 1, 45)
 #: Names a file every new client writes its wire trace to (see ``Client(trace=...)``).
 TRACE_ENV = "DAEMON_CLIENT_TRACE"
+TRACE_BINARY_ENV = "DAEMON_CLIENT_TRACE_BINARY"
+"""Set to ``1`` to record binary frames in full in the wire trace (``Client(trace_binary=...)``)."""
 
 
 def _positive(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:

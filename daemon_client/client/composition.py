@@ -110,6 +110,11 @@ class Client:
             ``DAEMON_CLIENT_TRACE``, else no trace. Replay it with
             :class:`daemon_client.testing.ReplayDaemon`. Raises ``OSError`` if the file
             cannot be opened.
+        trace_binary: record binary frames (terminal input and output, screen snapshots) in
+            full. Off by default: they may carry what a person typed into a terminal (a
+            password at a ``sudo`` prompt) and its echo, which no scrubbing can recognise, so
+            each is recorded by its length and first two bytes (opcode and slot) only. Default:
+            on when ``DAEMON_CLIENT_TRACE_BINARY=1``.
         thread_cpu: run the client's own threads (reader, callback, writer, timer) on this
             CPU only (Linux). They hand the interpreter lock to each other; on one CPU their
             data stays in its caches (about 1.6× the events per second of a busy stream on a
@@ -141,6 +146,7 @@ class Client:
         auth_header: str | None = None,
         allow_insecure_credentials: bool | None = None,
         trace: TraceTarget | None = None,
+        trace_binary: bool | None = None,
         thread_cpu: int | None = None,
     ) -> None:
         if connect_timeout <= 0 or request_timeout <= 0:
@@ -198,7 +204,9 @@ class Client:
         if trace is not None or os.environ.get(TRACE_ENV):
             from daemon_client.transport.trace import open_trace
 
-            self._trace = open_trace(trace, secrets=(password, auth_header))  # last: it starts a writer thread
+            self._trace = open_trace(  # last: it starts a writer thread
+                trace, secrets=(password, auth_header), binary_payloads=trace_binary
+            )
         options = ConnectionOptions(
             targets=self._targets,
             client_id=self._client_id,

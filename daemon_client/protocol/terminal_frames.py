@@ -9,6 +9,8 @@ import json
 
 import attrs
 
+from daemon_client._wire import TERMINAL_OPCODES
+
 OUTPUT = 0x01
 """Daemon → client: raw output (UTF-8 text with ANSI/VT sequences)."""
 INPUT = 0x02
@@ -19,8 +21,8 @@ SNAPSHOT = 0x04
 """Daemon → client: UTF-8 JSON terminal state; replaces the screen."""
 RESTORE = 0x05
 """Newest daemons only; its payload is not known: tolerated and ignored."""
-TERMINAL_OPCODES = frozenset({OUTPUT, INPUT, RESIZE, SNAPSHOT, RESTORE})
-"""Opcodes of the terminal family; others (file transfer ``0x10``-``0x12``, tunnels) share the socket."""
+# TERMINAL_OPCODES (the terminal family; file transfer 0x10-0x12 and tunnels share the socket) is
+# declared once, with the other binary opcodes that the relay's classification needs.
 
 
 @attrs.frozen

@@ -62,6 +62,16 @@ def parse_close(payload: bytes) -> tuple[int, str]:
     return code, reason
 
 
+def invalid_text(size: int, error: UnicodeDecodeError) -> ProtocolViolation:
+    """The violation of a text frame that is not UTF-8 (RFC 6455 8.1: fail with 1007). It names
+    the frame's size and where the bad byte is, never the frame's bytes."""
+    return ProtocolViolation(
+        f"a text frame of {size} bytes is not valid UTF-8 (at byte {error.start}: {error.reason}); "
+        "closing with 1007 (RFC 6455 8.1)",
+        code=1007,
+    )
+
+
 def close_payload(code: int | None, reason: str = "") -> bytes:
     """The payload of a close frame to send: empty for ``None``, 1005 or any code that must
     not travel on the wire, else the code and the reason cut to 123 UTF-8 bytes."""

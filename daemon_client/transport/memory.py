@@ -22,6 +22,7 @@ from daemon_client.transport.base import (
     TransportClosed,
     TransportError,
 )
+from daemon_client.transport.frames import invalid_text
 
 
 @attrs.frozen
@@ -185,4 +186,6 @@ class MemoryTransport(_Endpoint):
         try:
             return item.data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise FrameRejected(f"text frame is not valid UTF-8 ({exc.reason})", preview=item.data[:200]) from None
+            violation = invalid_text(len(item.data), exc)
+        self.close(violation.code, "invalid UTF-8")  # as a socket fails the connection (RFC 6455 8.1)
+        raise violation

@@ -6,7 +6,10 @@ around the real one. Without a trace nothing is wrapped: the reader calls the re
 transport directly.
 
 Lines follow the JSONL transcript format (``dir``, ``t``, ``conn``, then ``frame``, ``raw``,
-``open``, ``close`` or ``abort``); a binary frame is ``{"binary": <length>, "base64": ..}``.
+``open``, ``close`` or ``abort``). A binary frame is ``{"binary": <length>, "hex": <its first
+two bytes>, "payload": "omitted"}``: terminal input and output may carry what a person typed (a
+password at a prompt), which no scrubbing can recognise. With ``binary_payloads`` (the client's
+``trace_binary``) it is ``{"binary": <length>, "base64": ..}``, the payload in full.
 Credentials never reach the output (:mod:`daemon_client.transport.trace_scrub`).
 
 Threads: ``recv`` runs on the client's reader thread, ``send_text`` on any thread (behind
@@ -21,7 +24,8 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 
-from daemon_client.config import TRACE_ENV
+from daemon_client._wire import WireFrame
+from daemon_client.config import TRACE_BINARY_ENV, TRACE_ENV
 from daemon_client.transport.base import (
     ConnectParams,
     FrameRejected,
@@ -39,9 +43,11 @@ __all__ = ["TRACE_ENV", "TraceTarget", "TracingTransport", "WireTrace", "open_tr
 class TracingTransport:
     """A :class:`Transport` that records its frames into a :class:`TraceSink`."""
 
-    def __init__(self, inner: Transport, sink: TraceSink) -> None:
+    def __init__(self, inner: Transport, sink: TraceSink, *, binary_payloads: bool = False) -> None:
         self._inner = inner
         self._sink = sink
+        self._binary = "binary" if binary_payloads else "binary_head"
+        """How a binary frame is recorded: in full, or by its length and first two bytes."""
         self._conn: str | None = None
         self._ended = False
         self._lock = threading.Lock()
@@ -64,10 +70,17 @@ class TracingTransport:
 
     def send_binary(self, data: bytes) -> None:
         if self._conn is not None:
-            self._sink.record(self._conn, "out", "binary", data)
+            self._record_binary("out", data)
         self._inner.send_binary(data)
 
-    def recv(self) -> str | bytes:
+    def _record_binary(self, direction: str, data: bytes) -> None:
+        assert self._conn is not None
+        if self._binary == "binary":
+            self._sink.record(self._conn, direction, "binary", data)
+        else:  # the payload never enters the queue, so it cannot reach the file
+            self._sink.record(self._conn, direction, "binary_head", (len(data), data[:2]))
+
+    def recv(self) -> WireFrame:
         try:
             text = self._inner.recv()
         except FrameRejected as exc:
@@ -80,14 +93,17 @@ class TracingTransport:
             self._end("in", None, "")
             raise
         if self._conn is not None:
-            self._sink.record(self._conn, "in", "binary" if isinstance(text, bytes) else "text", text)
+            if isinstance(text, bytes):
+                self._record_binary("in", text)
+            else:
+                self._sink.record(self._conn, "in", "text", text)
         return text
 
     def _note_rejected(self, exc: FrameRejected) -> None:
         if self._conn is None:
             return
         if exc.binary:
-            self._sink.record(self._conn, "in", "binary", exc.data or exc.preview)
+            self._record_binary("in", exc.data or exc.preview)
         else:
             self._sink.record(self._conn, "in", "rejected", (exc.preview, str(exc)))
 
@@ -118,17 +134,20 @@ class TracingTransport:
 class WireTrace:
     """One client's trace: wraps its transport factory and owns its share of the sink."""
 
-    def __init__(self, target: TraceTarget, secrets: Iterable[str | None] = ()) -> None:
+    def __init__(
+        self, target: TraceTarget, secrets: Iterable[str | None] = (), *, binary_payloads: bool = False
+    ) -> None:
         self._sink = acquire_sink(target)
         self._sink.secrets.add(secrets)
+        self._binary_payloads = binary_payloads
         self._closed = False
 
     def wrap(self, factory: Callable[[], Transport]) -> Callable[[], Transport]:
         """A transport factory whose transports record into this trace."""
-        sink = self._sink
+        sink, binary_payloads = self._sink, self._binary_payloads
 
         def traced() -> Transport:
-            return TracingTransport(factory(), sink)
+            return TracingTransport(factory(), sink, binary_payloads=binary_payloads)
 
         return traced
 
@@ -141,9 +160,12 @@ class WireTrace:
         self._sink.release(timeout)
 
 
-def open_trace(trace: TraceTarget | None, secrets: Iterable[str | None] = ()) -> WireTrace | None:
+def open_trace(
+    trace: TraceTarget | None, secrets: Iterable[str | None] = (), *, binary_payloads: bool | None = None
+) -> WireTrace | None:
     """The trace of a new client: ``trace`` if given, else the file named by
-    ``DAEMON_CLIENT_TRACE``, else ``None`` (no tracing, nothing wrapped).
+    ``DAEMON_CLIENT_TRACE``, else ``None`` (no tracing, nothing wrapped). ``binary_payloads``:
+    record binary frames in full; ``None``: when ``DAEMON_CLIENT_TRACE_BINARY`` is ``1``.
 
     Raises ``OSError`` when the file cannot be opened for writing.
     """
@@ -155,4 +177,6 @@ def open_trace(trace: TraceTarget | None, secrets: Iterable[str | None] = ()) ->
         raise ValueError("trace must be a file path or a writable text stream")
     if not isinstance(trace, (str, os.PathLike)) and not callable(getattr(trace, "write", None)):
         raise TypeError(f"trace must be a file path or a writable text stream, not {type(trace).__name__}")
-    return WireTrace(trace, secrets)
+    if binary_payloads is None:
+        binary_payloads = os.environ.get(TRACE_BINARY_ENV, "").strip() == "1"
+    return WireTrace(trace, secrets, binary_payloads=binary_payloads)

@@ -8,7 +8,8 @@ by :data:`REDACTED`:
 * the bearer subprotocol ``paseo.bearer.<password>`` (offered and selected);
 * the hello's ``auth`` object (``{"kind":"password","password":..}``, ``{"type":"bearer","token":..}``);
 * the values of fields named like credentials (``password``, ``token``, ``authorization``, ...)
-  at any depth of a frame;
+  at any depth of a frame, and a credential used as a field's name (the key is scrubbed like
+  any text);
 * credentials in URLs: ``user:password@`` and query values such as ``?password=`` or ``?token=``.
 """
 
@@ -112,12 +113,15 @@ class Secrets:
             scrubbed: dict[str, Any] = {}
             for key, item in value.items():
                 lowered = str(key).lower()
+                shown = self.text(key) if isinstance(key, str) else key  # a credential can be a key too
+                if shown in scrubbed:  # two keys that differ only in a credential stay two keys
+                    shown = f"{shown}#{len(scrubbed)}"
                 if lowered == "auth" and item is not None:
-                    scrubbed[key] = _auth_object(item)
+                    scrubbed[shown] = _auth_object(item)
                 elif lowered in _SECRET_KEYS and item is not None:
-                    scrubbed[key] = REDACTED
+                    scrubbed[shown] = REDACTED
                 else:
-                    scrubbed[key] = self.value(item)
+                    scrubbed[shown] = self.value(item)
             return scrubbed
         return value
 

@@ -84,8 +84,8 @@ class TraceSink:
             return f"c{self._numbered}"
 
     def record(self, conn: str, direction: str, kind: str, value: Any) -> None:
-        """Queue one event; ``kind`` is ``text``, ``binary``, ``open``, ``close``, ``abort`` or
-        ``rejected``. Never blocks and never raises."""
+        """Queue one event; ``kind`` is ``text``, ``binary``, ``binary_head``, ``open``, ``close``,
+        ``abort`` or ``rejected``. Never blocks and never raises."""
         self._queue.put((time.monotonic() - self._started, conn, direction, kind, value))
 
     def flush(self) -> None:
@@ -168,6 +168,9 @@ class TraceSink:
         if kind == "binary":
             data: bytes = value
             return f'"frame":{{"binary":{len(data)},"base64":"{base64.b64encode(data).decode("ascii")}"}}'
+        if kind == "binary_head":
+            length, head = value
+            return f'"frame":{{"binary":{length},"hex":"{head.hex()}","payload":"omitted"}}'
         if kind == "open":
             url, subprotocols, selected = value
             offered = [secrets.subprotocol(p) for p in subprotocols] or None

@@ -9,7 +9,8 @@ returned as ``bytes``.
 
 RFC 6455 failures: a frame that breaks the protocol (reserved bits or opcodes, bad control
 frames, a stray continuation, a masked frame, a bad close frame) fails the connection with
-close 1002 (1007 for a close reason that is not UTF-8); a close frame is answered with the
+close 1002; a text frame or close reason that is not UTF-8 fails it with 1007 (RFC 6455 8.1; the
+log names the frame's size and the bad byte's position, never its bytes); a close frame is answered with the
 same code, or with an empty close frame when it carried none (1005 is never sent).
 
 ``recv`` runs on the client's reader thread; ``send_text``, ``send_binary`` and ``close`` on the
@@ -30,9 +31,9 @@ from collections.abc import Callable
 
 import websocket as wsc
 
+from daemon_client._wire import WireFrame
 from daemon_client.transport.base import (
     ConnectParams,
-    FrameRejected,
     ProtocolViolation,
     TransportClosed,
     TransportError,
@@ -45,6 +46,7 @@ from daemon_client.transport.frames import (
     OP_TEXT,
     FrameReader,
     close_payload,
+    invalid_text,
     parse_close,
 )
 from daemon_client.transport.handshake_policy import HandshakeLimits, HandshakeRefused, parse_target
@@ -190,7 +192,7 @@ class WebSocketTransport:
         except OSError as exc:
             raise TransportClosed(None, f"send failed: {exc}") from exc
 
-    def recv(self) -> str | bytes:
+    def recv(self) -> WireFrame:
         reader = self._reader
         if reader is None:
             raise TransportError("not connected")
@@ -205,7 +207,9 @@ class WebSocketTransport:
                 try:
                     return data.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise FrameRejected(f"text frame is not valid UTF-8 ({exc.reason})", preview=data[:200]) from None
+                    violation = invalid_text(len(data), exc)
+                self._fail(violation)
+                raise violation
             if closing is not None:
                 self._answer_close(closing[0])
                 raise TransportClosed(*closing)

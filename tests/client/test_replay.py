@@ -236,10 +236,10 @@ def test_binary_frames_are_replayed_byte_for_byte(tmp_path: Path, fakes: Callabl
         fake.send_raw(payload, binary=True)
         client.ping()
 
-    record(fake, path, send_binary)
+    record(fake, path, send_binary, trace_binary=True)
     retraced = tmp_path / "retraced.jsonl"
     with ReplayDaemon(path) as replay:
-        with replay_client(replay, "memory", trace=str(retraced)) as client:
+        with replay_client(replay, "memory", trace=str(retraced), trace_binary=True) as client:
             client.ping()
             client.ping()
         replay.assert_all_played()

@@ -54,9 +54,9 @@ class ScriptedInner:
         return "paseo.v1"
 
 
-def _traced(inner: ScriptedInner) -> tuple[Any, WireTrace, io.StringIO]:
+def _traced(inner: ScriptedInner, *, binary_payloads: bool | None = None) -> tuple[Any, WireTrace, io.StringIO]:
     stream = io.StringIO()
-    trace = open_trace(stream)
+    trace = open_trace(stream, binary_payloads=binary_payloads)
     assert trace is not None
     return trace.wrap(lambda: inner)(), trace, stream
 
@@ -82,14 +82,15 @@ def test_frames_outside_a_connection_pass_through_unrecorded() -> None:
     assert _events(trace, stream) == []
 
 
-def test_refused_frames_binary_frames_and_a_failure_are_recorded_once_each() -> None:
+@pytest.mark.parametrize("binary_payloads", [False, True], ids=["heads", "payloads"])
+def test_refused_frames_binary_frames_and_a_failure_are_recorded_once_each(binary_payloads: bool) -> None:
     inner = ScriptedInner(
         FrameRejected("text frame is not valid UTF-8 (invalid start byte)", preview=b"ok\xff"),
         FrameRejected("binary frame skipped", preview=b"\x00", binary=True, data=b"\x00\x01\x02"),
         b"\x07",
         TransportError("connection reset"),
     )
-    transport, trace, stream = _traced(inner)
+    transport, trace, stream = _traced(inner, binary_payloads=binary_payloads)
     transport.connect(ConnectParams(url=URL, timeout=5, subprotocols=("paseo.v1",)))
     assert transport.selected_subprotocol == "paseo.v1"
     transport.send_binary(b"\x05")
@@ -104,11 +105,16 @@ def test_refused_frames_binary_frames_and_a_failure_are_recorded_once_each() -> 
     events = _events(trace, stream)
     assert [event["dir"] for event in events] == ["out", "out", "in", "in", "in", "in"]
     assert events[0]["open"]["selectedSubprotocol"] == "paseo.v1"
-    assert events[1]["frame"] == {"binary": 1, "base64": "BQ=="}
     assert events[2]["raw"] == "ok\ufffd"
     assert events[2]["rejected"] == "text frame is not valid UTF-8 (invalid start byte)"
-    assert events[3]["frame"] == {"binary": 3, "base64": "AAEC"}
-    assert events[4]["frame"] == {"binary": 1, "base64": "Bw=="}
+    if binary_payloads:
+        assert events[1]["frame"] == {"binary": 1, "base64": "BQ=="}
+        assert events[3]["frame"] == {"binary": 3, "base64": "AAEC"}
+        assert events[4]["frame"] == {"binary": 1, "base64": "Bw=="}
+    else:  # by default a binary frame is recorded by its length and first two bytes
+        assert events[1]["frame"] == {"binary": 1, "hex": "05", "payload": "omitted"}
+        assert events[3]["frame"] == {"binary": 3, "hex": "0001", "payload": "omitted"}
+        assert events[4]["frame"] == {"binary": 1, "hex": "07", "payload": "omitted"}
     assert events[5]["abort"] == "tcp"
 
 
@@ -129,3 +135,16 @@ def test_the_peers_close_is_recorded_with_the_echo() -> None:
 def test_an_empty_trace_path_is_refused() -> None:
     with pytest.raises(ValueError, match="trace must be a file path or a writable text stream"):
         open_trace("")
+
+
+def test_binary_payloads_follow_the_environment_unless_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DAEMON_CLIENT_TRACE_BINARY", "1")
+    for given, expected in (
+        (None, {"binary": 3, "base64": "AgBr"}),
+        (False, {"binary": 3, "hex": "0200", "payload": "omitted"}),
+    ):
+        inner = ScriptedInner()
+        transport, trace, stream = _traced(inner, binary_payloads=given)
+        transport.connect(ConnectParams(url=URL, timeout=5))
+        transport.send_binary(b"\x02\x00k")
+        assert _events(trace, stream)[1]["frame"] == expected

@@ -131,9 +131,6 @@ UNDECODABLE: dict[str, Bad] = {
     "message-type-number": Bad('{"type":"session","message":{"type":5,"payload":{}}}', "string type"),
     "payload-list": Bad(session("agent_update", [1] * 3000), "payload is not an object"),
     "payload-string": Bad(session("agent_stream", "p" * LONG), "payload is not an object"),
-    "invalid-utf8": Bad(BAD_UTF8, "not valid UTF-8"),
-    "overlong-utf8": Bad(b'{"type":"x","v":"\xc0\xaf"}', "not valid UTF-8"),
-    "surrogate-utf8": Bad(b'{"type":"x","v":"\xed\xa0\x80"}', "not valid UTF-8"),
     "binary": Bad(b"\x00\x01" * LONG, "binary frame", INFO, binary=True),  # one line per connection
     "binary-json": Bad(b'{"type":"session","message":{"type":"x","payload":{}}}', "binary frame", INFO, binary=True),
     "unknown-top-level": Bad('{"type":"brand_new_top_level","x":"' + "y" * LONG + '"}', "unknown type", D),
@@ -174,6 +171,39 @@ def test_a_burst_of_every_bad_frame_is_survived_on_every_host_kind(harness, capl
     assert delivered(h.pushes) == ["still_alive"]
     for bad in UNDECODABLE.values():
         find_record(caplog, bad.logged, bad.level)
+
+
+INVALID_UTF8 = {
+    "invalid-utf8": BAD_UTF8,
+    "overlong-utf8": b'{"type":"x","v":"\xc0\xaf"}',
+    "surrogate-utf8": b'{"type":"x","v":"\xed\xa0\x80"}',
+}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("name", list(INVALID_UTF8))
+def test_a_text_frame_that_is_not_utf8_fails_the_connection_with_1007(
+    harness, caplog, transport: str, name: str
+) -> None:
+    """RFC 6455 8.1: the endpoint fails the connection (1007); the client reconnects, and the log
+    names the frame's size and the bad byte's position, never the frame's bytes."""
+    h = harness("capable", transport)
+    frame = INVALID_UTF8[name]
+    first = h.fake.connections[0]
+    states = RecordingHandler[Any]("states")
+    h.client.on_state_change(states)
+    caplog.clear()
+    h.fake.send_raw(frame)
+    states.wait_for(predicate=lambda change: change[2] == "reconnected")
+    n = next(_numbers)
+    assert h.client.request({"type": "echo_request", "value": n}, timeout=5)["echo"] == n
+    assert first.peer_close_code == 1007
+    with pytest.raises(UnicodeDecodeError) as bad:
+        frame.decode("utf-8")
+    messages = [r.getMessage() for r in client_records(caplog) if "not valid UTF-8" in r.getMessage()]
+    assert any(f"text frame of {len(frame)} bytes is not valid UTF-8 (at byte {bad.value.start}" in m for m in messages)
+    assert not any('"type":"x"' in m or '{"type":"session"' in m for m in messages)  # never the frame's bytes
+    assert delivered(h.pushes) == []
 
 
 # ----------------------------------------------------------------------------- unknown message types

@@ -6,9 +6,11 @@ opens the relay socket (without the password headers: the relay is untrusted), m
 keypair, sends ``e2ee_hello`` and resends it every second until ``e2ee_ready`` arrives, within
 the connect timeout. Then ``send_text`` seals every frame and ``recv`` opens every frame,
 following the receive rules of section 6.2: a duplicate ``e2ee_ready``/``e2ee_hello`` is
-skipped; a plaintext or undecryptable frame ends the socket (close 1011) and is never
-delivered; a decrypted payload that is not UTF-8 is a binary message, skipped like a binary
-frame of a direct connection.
+skipped; a plaintext, undecryptable or replayed frame (a nonce this socket opened before, see
+:mod:`~daemon_client.transport.relay.replay_window`) ends the socket (close 1011) and is never
+delivered. Each decrypted message is typed by its first byte (:func:`daemon_client._wire.classify_message`,
+section 6.1), so terminal output reaches the pipeline as the binary frame a direct connection
+would have delivered.
 
 Threads: ``connect`` and ``recv`` run on the client's reader thread; during ``connect`` a
 short-lived ``…-e2ee`` thread resends the hello and is joined before ``connect`` returns.
@@ -25,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from daemon_client._wire import WireFrame, classify_message
 from daemon_client.errors import PairingError
 from daemon_client.transport.base import (
     ConnectParams,
@@ -34,7 +37,16 @@ from daemon_client.transport.base import (
     TransportError,
     TransportFailed,
 )
-from daemon_client.transport.relay.crypto import DecryptError, FrameBox, InvalidPeerKey, KeyPair, shared_key
+from daemon_client.transport.relay.crypto import (
+    NONCE_BYTES,
+    DecryptError,
+    FrameBox,
+    InvalidPeerKey,
+    KeyPair,
+    decode_frame_text,
+    shared_key,
+)
+from daemon_client.transport.relay.replay_window import ReplayWindow
 
 CLOSE_SERVER_DISCONNECTED = 1012
 """How the relay closes a client socket when the daemon's side ended, whatever its reason."""
@@ -96,6 +108,7 @@ class RelayTransport:
         self._log = logger
         self._hello_interval = hello_interval
         self._box: FrameBox | None = None
+        self._replays = ReplayWindow()
         self._confirmed = False  # a frame of the daemon decrypted on this socket
         self._stop_hello = threading.Event()
         self._before_wait: Callable[[], None] | None = None  # the reader's wait hook, once installed
@@ -219,7 +232,7 @@ class RelayTransport:
             raise TransportError("the end-to-end channel is not open")
         self._base.send_text(box.seal(data))
 
-    def recv(self) -> str | bytes:
+    def recv(self) -> WireFrame:
         box = self._box
         if box is None:
             raise TransportError("the end-to-end channel is not open")
@@ -235,16 +248,21 @@ class RelayTransport:
                     continue  # a late answer to a resent hello
                 raise self._fatal("a plaintext frame", "Received plaintext frame on encrypted channel")
             try:
-                plaintext = box.open(text)
+                raw = decode_frame_text(text)
+            except (ValueError, UnicodeError):  # binascii.Error is a ValueError
+                raise self._fatal(
+                    "a frame that does not decrypt (the frame is not base64)", "Decryption failed"
+                ) from None
+            try:
+                plaintext = box.open_bytes(raw)
             except DecryptError as exc:
                 raise self._fatal(f"a frame that does not decrypt ({exc})", "Decryption failed") from None
+            if not self._replays.admit(raw[:NONCE_BYTES]):
+                raise self._fatal("a frame it had sent before on this socket (a replay)", "Replayed frame")
             if not self._confirmed:
                 self._confirmed = True
                 self._owner.note_confirmed()
-            try:
-                return plaintext.decode("utf-8")
-            except UnicodeDecodeError:  # a binary message (a terminal stream), encrypted in a text frame
-                return plaintext
+            return classify_message(plaintext)
 
     def _fatal(self, what: str, close_reason: str) -> TransportError:
         """End the socket after a frame that breaks the channel; the frame is never delivered."""

@@ -27,6 +27,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from daemon_client._wire import classify_message
 from daemon_client.discovery.offer import RelayTarget, decode_key
 from daemon_client.testing.fake.engine.connection import FakeConnection, SocketClosed, run_connection
 from daemon_client.transport.relay.crypto import DecryptError, FrameBox, InvalidPeerKey, KeyPair, shared_key
@@ -397,9 +398,6 @@ class RelayAttachment:
                     plaintext = box.open_bytes(frame) if isinstance(frame, bytes) else box.open(frame)
                 except DecryptError:
                     raise fatal("Decryption failed") from None
-                try:
-                    return plaintext.decode("utf-8")
-                except UnicodeDecodeError:
-                    return plaintext
+                return classify_message(plaintext)  # by the first byte, as the daemon does (6.1)
 
         run_connection(connection, recv)
