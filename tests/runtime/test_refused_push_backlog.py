@@ -4,6 +4,7 @@ for a run of terminal output (that case: ``tests/client/test_terminal_flow.py``)
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
@@ -42,7 +43,7 @@ def test_an_admitted_push_the_executor_refuses_is_no_longer_counted_in_the_backl
         # The limit (4 events) is not eaten by refused pushes: four more are admitted and run.
         ran = threading.Event()
         for n in range(4):
-            assert dispatcher.post_admitted(lambda n=n: delivered.append(n), 1)
+            assert dispatcher.post_admitted(functools.partial(delivered.append, n), 1)
         dispatcher.post(ran.set)
         assert ran.wait(5)
         assert delivered == [0, 1, 2, 3]
