@@ -166,9 +166,9 @@ def test_state_listener_gets_the_current_state_first(fakes, make_client) -> None
     remove = client.on_state_change(states)
     assert states.wait_for(1)[0] == (dc.ConnectionState.CONNECTED, dc.ConnectionState.CONNECTED, "current state")
     remove()
-    client.close()
-    time.sleep(0.05)
-    assert len(states) == 1
+    client.close()  # runs what was queued (the close's state changes too), then joins the thread
+    assert not [t for t in threading.enumerate() if t.name == f"{client._name}-dispatch" and t.is_alive()]
+    assert len(states) == 1  # nothing can be delivered any more, and nothing came
 
 
 def test_manual_mode_runs_callbacks_only_inside_process_events(fakes, make_client) -> None:
@@ -178,7 +178,10 @@ def test_manual_mode_runs_callbacks_only_inside_process_events(fakes, make_clien
     for n in range(5):
         fake.push("n", {"n": n})
     fake.push("n", {"n": 5})
-    time.sleep(0.1)
+    # The reply comes after the six pushes on the same socket (and needs no pumping): once it is
+    # here, they are queued, and none ran outside process_events().
+    assert client.request({"type": "echo_request", "value": 1})["echo"] == 1
+    assert client._dispatcher.pending >= 6
     assert seen == []
     ran = 0
     deadline = time.monotonic() + 5

@@ -13,6 +13,7 @@ import pytest
 
 import daemon_client as dc
 from daemon_client.protocol import CLIENT_CAPABILITIES
+from tests.helpers import supervisor_ended
 
 from ..conftest import KINDS, TRANSPORTS, BackgroundConnect
 
@@ -111,7 +112,7 @@ def test_wrong_password_raises_without_retrying(fakes, make_client, kind: str, t
     assert info.value.reason
     assert client.state is dc.ConnectionState.DISCONNECTED
     assert isinstance(client.last_error, dc.AuthenticationError)
-    time.sleep(0.3)  # several reconnect delays of this client's policy: nothing may be attempted
+    assert supervisor_ended(client)  # it gave up: no attempt can follow
     assert fake.accepted_count == 1
 
 
@@ -174,7 +175,7 @@ def test_terminal_close_codes_raise_and_stop(fakes, make_client, transport, code
     assert isinstance(outcome, error)
     assert reason in str(outcome)
     assert client.state is dc.ConnectionState.DISCONNECTED
-    time.sleep(0.3)
+    assert supervisor_ended(client)  # it gave up: no attempt can follow
     assert fake.accepted_count == 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from concurrent.futures import wait
 
@@ -11,6 +12,8 @@ import daemon_client as dc
 from daemon_client.testing import RequestContext
 
 from ..conftest import KINDS, TRANSPORTS, BackgroundConnect
+
+FRAMES_LOG = "daemon_client.connection.frames"
 
 
 def _echo(ctx: RequestContext) -> None:
@@ -150,7 +153,8 @@ def test_pending_requests_fail_with_connection_lost_and_client_reconnects(fakes,
     assert states[-1][1] == "reconnected"
 
 
-def test_requests_while_connecting_wait_and_are_sent_after_the_handshake(fakes, make_client) -> None:
+def test_requests_while_connecting_wait_and_are_sent_after_the_handshake(fakes, make_client, caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger=FRAMES_LOG)
     fake = fakes("capable")
     fake.stall_handshake = True
     fake.on_request("echo_request", _echo)
@@ -159,10 +163,14 @@ def test_requests_while_connecting_wait_and_are_sent_after_the_handshake(fakes, 
     hello = fake.wait_for_frame("hello")
     assert client.state is dc.ConnectionState.CONNECTING
     queued = client.request_async({"type": "echo_request", "value": "queued"}, timeout=10)
-    time.sleep(0.05)
-    assert not any(f.get("type") == "session" for f in fake.received)  # nothing before server_info
+    # request_async() decides before it returns: written at once (and logged), or queued until
+    # the handshake. It was queued, unsent: nothing can reach the daemon before server_info.
+    assert not [r for r in caplog.records if r.name == FRAMES_LOG and "echo_request" in r.getMessage()]
+    assert [(e.request_type, e.sent_at) for e in client._requests._queued] == [("echo_request", None)]
+    assert not queued.done()
     hello.connection.send_frame({"type": "session", "message": {"type": "status", "payload": fake.server_info}})
     assert queued.result(timeout=5)["echo"] == "queued"
+    assert client._requests._queued == []  # written after the handshake
     assert isinstance(connecting.result(), dc.ServerInfo)
     assert client.state is dc.ConnectionState.CONNECTED
 

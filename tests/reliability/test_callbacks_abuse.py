@@ -126,7 +126,12 @@ def test_raising_callbacks_of_every_kind_are_reported_and_delivery_goes_on(fakes
     providers = client.providers.subscribe(raiser("providers"))
     providers.ready.result(5)
     client.on_state_change(raiser("state"))
-    client.request_async({"type": "echo_request", "value": 1}).add_done_callback(raiser("done"))
+    # The fake answers requests on its own thread: the reply may come after every push below.
+    # A second done-callback, posted after the raising one, proves the raising one was reported.
+    replied = threading.Event()
+    echo = client.request_async({"type": "echo_request", "value": 1})
+    echo.add_done_callback(raiser("done"))
+    echo.add_done_callback(lambda _fut: replied.set())
     client.add_push_listener(raiser("exit", SystemExit), ["custom_exit"])
     client.add_push_listener(raiser("interrupt", KeyboardInterrupt), ["custom_interrupt"])
 
@@ -138,6 +143,7 @@ def test_raising_callbacks_of_every_kind_are_reported_and_delivery_goes_on(fakes
     fake.push("custom_exit", {})
     fake.push("custom_interrupt", {})
     canary.check()
+    assert replied.wait(5)
     assert client.flush_callbacks()
 
     expected = {"timeline": rounds, "snapshot": 1, "update": rounds, "providers": rounds + 1, "state": 1,
