@@ -61,7 +61,7 @@ class ConfigSubscription(Generic[C]):
         self.handler = handler
         self.on_restored = on_restored
         self.on_error = on_error
-        self.ready: Future[C] = CallbackFuture(manager.dispatcher.post)
+        self.ready: Future[C] = CallbackFuture(manager.dispatcher.post_in_order)
         self.live = False
         self.released = False
 
@@ -203,10 +203,10 @@ class ConfigManager(Generic[C]):
             _log.warning("reading the daemon configuration failed: %s", error)
 
     def _post_error(self, callback: Callable[[BaseException], object], error: BaseException) -> None:
-        self.dispatcher.post(lambda: self.dispatcher.invoke(callback, error))
+        self.dispatcher.post_in_order(lambda: self.dispatcher.errors.call_isolated(callback, error))
 
     def _post_restored(self, sub: ConfigSubscription[C], callback: Callable[[], object]) -> None:
-        self.dispatcher.post(lambda: None if sub.released else self.dispatcher.invoke(callback))
+        self.dispatcher.post_in_order(lambda: None if sub.released else self.dispatcher.errors.call_isolated(callback))
 
     def _post_change(self, sub: ConfigSubscription[C], memo: Memo[C]) -> None:
         def deliver() -> None:
@@ -217,9 +217,9 @@ class ConfigManager(Generic[C]):
             except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
                 _log.warning("unreadable daemon configuration skipped: %s", exc)
                 return
-            self.dispatcher.invoke(sub.handler, value)
+            self.dispatcher.errors.call_isolated(sub.handler, value)
 
-        self.dispatcher.post(deliver)
+        self.dispatcher.post_in_order(deliver)
 
     # -------------------------------------------------------------- reader thread
     def route(self, message: SessionMessage) -> None:

@@ -143,7 +143,7 @@ class Membership:
         """Counts establishments; jobs posted for an older one are dropped when they run."""
         self.attempt = 0
         """Counts establishment attempts; a reply or failure for an older one is stale."""
-        self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post)
+        self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post_in_order)
         self._teardown: Future[dict[str, Any]] | None = None
         self._lag: Lag = manager.flow.lag(lambda: repr(self), self._recover)
         """What flow control skipped for this handle (see :mod:`daemon_client.subscriptions.flow`)."""
@@ -449,7 +449,7 @@ class MembershipManager(Generic[M]):
                 self._subs.remove(sub)
             self._unroute_locked(sub)
             mode = self._mode
-        self.dispatcher.post(lambda: sub._on_failed(error))
+        self.dispatcher.post_in_order(lambda: sub._on_failed(error))
         if not sub.ready.done():
             sub.ready.set_exception(error)
         self._link.establishment_failed(
@@ -567,7 +567,7 @@ class MembershipManager(Generic[M]):
             move(sub, State.RELEASED)
             if not sub.ready.done():
                 sub.ready.set_exception(closed)
-            self.dispatcher.post(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]
+            self.dispatcher.post_in_order(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]
 
 
 def _deliver_all(
