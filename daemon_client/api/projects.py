@@ -222,7 +222,7 @@ class ProjectCache:
             self._emit([c for c in changes if c is not None])
 
     def _emit(self, changes: list[ProjectChange]) -> None:
-        invoke = self._projects._events.dispatcher.invoke
+        invoke = self._projects._events.dispatcher.errors.call_isolated
         for change in changes:
             for listener in self._listeners.values():
                 invoke(listener, change)

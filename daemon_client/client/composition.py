@@ -196,8 +196,8 @@ class Client:
             thread_cpu=thread_cpu,
         )
         self._timers = TimerThread(f"{self._name}-timer", thread_cpu=thread_cpu)
-        self._requests = RequestTable(self._timers, self._dispatcher.post_or_run)
-        self._pushes = PushRegistry(self._dispatcher.post, self._dispatcher.backlog)
+        self._requests = RequestTable(self._timers, self._dispatcher.post_or_run_now)
+        self._pushes = PushRegistry(self._dispatcher.post_in_order, self._dispatcher.backlog)
         if password and auth_header:
             self._log.debug("a password is set: auth_header is not sent")
         self._trace: WireTrace | None = None

@@ -1,7 +1,7 @@
 """Bounded admission to the callback queue: :class:`FlowControl` (the user's limits) and
 :class:`Backlog` (the counters the dispatcher keeps against them).
 
-Only pushes that may be skipped are *admitted* (``Dispatcher.post_admitted``): each one
+Only pushes that may be skipped are *admitted* (``Dispatcher.post_if_admitted``): each one
 costs one event and the wire size of its frame (the length of its JSON text, noted by the
 reader in :attr:`Backlog.frame_size` before the frame is routed). Once the
 queued cost reaches a limit, admission is refused until the backlog drains under the

@@ -1,5 +1,6 @@
 """``CallbackErrors``: what happens to an exception a user callback raised — logged with its
-traceback, kept for ``raise_errors()`` in strict mode, and passed to ``on_callback_error``.
+traceback, kept for ``raise_errors()`` in strict mode, and passed to ``on_callback_error`` — and
+``call_isolated``, the one way a running job calls user code.
 
 Reported on the thread that ran the callback (the callback thread, an executor's thread or the
 thread in ``process_events()``); the kept errors are taken by any thread (``close()``,
@@ -26,6 +27,14 @@ class CallbackErrors:
         self._log = logger
         self._kept: list[BaseException] = []  # guarded by _lock
         self._lock = threading.Lock()
+
+    def call_isolated(self, fn: Callable[..., object], *args: object) -> None:
+        """Call one user callback inside a running job (the callback thread); what it raises is
+        reported (:meth:`report`) and goes no further."""
+        try:
+            fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - isolation is the point
+            self.report(exc, fn)
 
     def report(self, exc: BaseException, fn: object) -> None:
         """``fn`` raised ``exc``: log it, keep it in strict mode, pass it to ``on_callback_error``

@@ -1,7 +1,21 @@
 """Ordered delivery of user callbacks, isolated from the reader thread.
 
-The reader (and other internal threads) ``post`` callables; they run one at a time,
-in posting order, on exactly one of:
+Work comes in through four doors, each named for what it guarantees:
+
+* :meth:`Dispatcher.post_in_order`: ``fn`` runs after everything posted before it, or not at all
+  once stopped (it returns ``0`` then: the caller decides). It returns the post's number, which
+  :attr:`Dispatcher.posted` still equals while nothing was queued after it.
+* :meth:`Dispatcher.post_or_run_now`: ``fn`` runs exactly once: in order, or, once stopped, at once
+  on the posting thread (errors isolated all the same).
+* :meth:`Dispatcher.post_if_admitted`: a push that may be skipped, ``fn(first, second)``, counted
+  against the client's :class:`~daemon_client.runtime.backlog.FlowControl` until it ran, and
+  refused (``False``) while the backlog is over a limit (:mod:`daemon_client.runtime.backlog`).
+* :attr:`Dispatcher.burst` (a :class:`BurstGate`): between its ``begin()`` and ``end()`` the
+  reader's posts wake an idle consumer once, at ``end()``, instead of once each.
+
+A running job calls user code through :attr:`Dispatcher.errors`
+(:meth:`~daemon_client.runtime.callback_errors.CallbackErrors.call_isolated`), which isolates what
+it raises. Posted callables run one at a time, in posting order, on exactly one of:
 
 * the client's dispatcher thread (default);
 * the user's executor (``callback_executor=post_fn``, e.g. ``daemon_client.gui.tk_executor(root)``):
@@ -10,13 +24,16 @@ in posting order, on exactly one of:
 * the application's own thread, in ``"manual"`` mode, inside ``process_events()`` only
   (one caller at a time; ``flush()`` from another thread waits for that loop).
 
-Pushes that may be skipped go through :meth:`Dispatcher.post_admitted` (or
-:meth:`Dispatcher.post_call`, the stream's form without a closure), which counts them against
-the client's :class:`~daemon_client.runtime.backlog.FlowControl` and refuses them while the
-backlog is over a limit (:mod:`daemon_client.runtime.backlog`).
+Once stopped (``close()``), nothing is queued any more (a future's done-callback then runs at
+once on the adding thread).
 
-Once stopped (``close()``), nothing is queued any more: ``post`` returns ``False`` and the
-caller decides (a future's done-callback then runs at once on the adding thread).
+Locks: ``_queue_lock`` guards the queue and everything deciding whether a post is queued and
+who wakes the consumer: the queued items, the consumer's idle flag, the stopped flag, the
+dispatcher thread (started under it, once) and the post count. One lock on purpose: a post
+checks the stopped flag, appends, and reads the idle flag in one step, so nothing is queued
+after ``stop()`` and no wake-up is lost. ``_wake`` is no lock but a binary semaphore, released
+once per wake-up of an idle consumer. ``_process_events_lock`` lets one ``process_events()``
+run at a time (manual mode) and guards the thread that ran it last.
 
 In executor and manual modes the dispatcher learns which thread runs the callbacks: the one
 an executor names (its ``callback_thread`` attribute, a :class:`threading.Thread`), else the
@@ -24,7 +41,7 @@ thread that runs the first callback (forgotten for good if a later one runs else
 pool has no single callback thread). Waiting on that thread for callback-delivered work
 raises :class:`WouldDeadlock` at once (:meth:`Dispatcher.check_can_wait`).
 
-Every exception a callback raises is caught here and handed to
+Every exception a callback raises is caught here (or in ``errors.call_isolated``) and handed to
 :class:`~daemon_client.runtime.callback_errors.CallbackErrors`: logged with its traceback and
 passed to ``on_callback_error``; in strict mode it is also kept for :meth:`raise_errors`.
 """
@@ -50,6 +67,32 @@ Executor = Callable[[Callback], object]
 CallbackExecutor = Executor | Literal["manual"] | None
 
 _STOP = object()
+
+
+class BurstGate:
+    """The reader thread's bursts (:attr:`Dispatcher.burst`): ``begin()`` when it has more
+    received frames to handle at once; until ``end()``, its posts do not wake an idle consumer,
+    so that the consumer does not take the GIL frame by frame (each C call that releases it, a
+    decryption for one, would hand it over) but wakes once for the whole run. Posts from other
+    threads wake it as always, and it then takes the burst's items too. The caller ends every
+    burst before it waits for anything (a socket read that would block) and every few frames.
+
+    ``begin`` and ``end`` are plain attributes (the dispatcher's own bound methods: the reader
+    calls them per run of frames, and as the transport's wait hooks); ``with gate:`` is one burst.
+    """
+
+    __slots__ = ("begin", "end")
+
+    def __init__(self, begin: Callback, end: Callback) -> None:
+        self.begin = begin
+        self.end = end
+
+    def __enter__(self) -> BurstGate:
+        self.begin()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.end()
 
 
 class CountedJob:
@@ -93,33 +136,37 @@ class Dispatcher:
         self._thread_cpu = thread_cpu
         self._executor = executor
         self._log = logger or logging.getLogger("daemon_client.runtime.dispatch")
-        self._errors = CallbackErrors(on_error, strict=strict, logger=self._log)
+        self.errors = CallbackErrors(on_error, strict=strict, logger=self._log)
+        """Where a job calls user code (``call_isolated``) and reports what it raised (``report``)."""
         self._slow = slow_callback_seconds
         if flow_control is not None and not isinstance(flow_control, FlowControl):
             raise TypeError("flow_control must be a FlowControl or None")
         self.backlog = Backlog(flow_control)
-        """The admitted backlog of skippable pushes (see :meth:`post_admitted`)."""
+        """The admitted backlog of skippable pushes (see :meth:`post_if_admitted`)."""
         # One batch at a time runs on the dispatcher thread or in process_events(); an executor
         # (a pool, perhaps) may run several at once: its jobs are counted under the backlog's lock.
         self._done = self.backlog.done if executor is None or executor == "manual" else self.backlog.done_locked
         # Posted callables (admitted pushes as ``(fn, cost, first, second)``), taken in batches by the one consumer.
-        self._items: list[object] = []  # guarded by _start_lock
-        self._idle = False  # guarded by _start_lock: the consumer waits on _wake
-        # The thread in a burst (begin_burst): its posts leave an idle consumer idle, so a wake-up
-        # is due exactly while the consumer is idle and items are queued (end_burst gives it).
+        self._items: list[object] = []  # guarded by _queue_lock
+        self._idle = False  # guarded by _queue_lock: the consumer waits on _wake
+        # The thread in a burst (burst.begin, written by that thread only): its posts leave an idle
+        # consumer idle, so a wake-up is due exactly while the consumer is idle and items are
+        # queued (burst.end gives it, under _queue_lock).
         self._burst: int | None = None
+        self.burst = BurstGate(self._begin_burst, self._end_burst)
+        """The reader thread's bursts: see :class:`BurstGate`."""
         self._wake = threading.Lock()  # a binary semaphore: released once per wake-up of an idle consumer
         self._wake.acquire()
         self._local = threading.local()
-        self._stopped = False  # guarded by _start_lock (read without it as a hint)
+        self._stopped = False  # guarded by _queue_lock (read without it as a hint)
         self.posted = 0
         """Items queued so far (written under the queue's lock; read without it as a hint)."""
-        self._thread: threading.Thread | None = None  # guarded by _start_lock
+        self._thread: threading.Thread | None = None  # guarded by _queue_lock
         self._thread_ident: int | None = None  # written once by the dispatcher thread
-        self._start_lock = threading.Lock()
+        self._queue_lock = threading.Lock()
         # Manual mode: one process_events() at a time; _loop_thread is the thread that ran it last.
-        self._loop_lock = threading.Lock()
-        self._loop_thread: threading.Thread | None = None  # written under _loop_lock
+        self._process_events_lock = threading.Lock()
+        self._loop_thread: threading.Thread | None = None  # written under _process_events_lock
         # Executor and manual modes: the thread that runs callbacks (see the module docstring).
         named = getattr(executor, "callback_thread", None)
         self._owner_named = isinstance(named, threading.Thread)
@@ -140,28 +187,44 @@ class Dispatcher:
     def stopped(self) -> bool:
         return self._stopped
 
-    def post(self, fn: Callback) -> bool:
-        """Queue ``fn`` to run after everything posted before it; ``False`` (not queued) once
-        stopped. Any thread; never blocks (the lock is only held to queue)."""
-        return self._put(fn)
+    def post_in_order(self, fn: Callback) -> int:
+        """Queue ``fn`` to run after everything posted before it. Returns the number of this post,
+        or ``0`` once stopped (not queued: the caller decides). While :attr:`posted` still equals
+        the number, nothing was queued after ``fn``: what it delivers may still grow (terminal
+        output joins the job of the output before it). Any thread; never blocks (the lock is
+        only held to queue)."""
+        with self._queue_lock:
+            if not self._put_locked(fn):
+                return 0
+            return self.posted
+
+    def post_or_run_now(self, fn: Callback) -> None:
+        """Queue ``fn``; once stopped, run it at once on this thread (errors isolated): ``fn``
+        runs exactly once either way."""
+        with self._queue_lock:
+            if self._put_locked(fn):
+                return
+        self._run_batch([fn])
+
+    def post_if_admitted(self, fn: Callable[[A, B], None], first: A, second: B, cost: int) -> bool:
+        """Queue the skippable push ``fn(first, second)`` of ``cost`` bytes, unless the backlog is
+        over a limit or the dispatcher stopped (``False``: not queued, the caller decides). The
+        backlog counts it until it ran. Never blocks. No closure per push (the stream's hot
+        path: the reader thread posts one item, a tuple); a plain callable is posted as
+        ``post_if_admitted(call_plain, fn, None, cost)``."""
+        backlog = self.backlog
+        if not backlog.admit(cost):
+            return False
+        with self._queue_lock:
+            if self._put_locked((fn, cost, first, second)):
+                return True
+        backlog.cancel(cost)
+        return False
 
     def count_done(self, events: int, cost: int) -> None:
         """Called by a job that delivered ``events`` items admitted one by one (``backlog.admit``,
         ``cost`` bytes in all), when it finished: the backlog stops counting them."""
         self._done(cost, events)
-
-    def post_numbered(self, fn: Callback) -> int:
-        """:meth:`post`, returning the number of this post (``0``: not queued, stopped). While
-        :attr:`posted` still equals it, nothing was queued after ``fn``: what it delivers
-        may still grow (terminal output joins the job of the output before it)."""
-        with self._start_lock:
-            if not self._put_locked(fn):
-                return 0
-            return self.posted
-
-    def _put(self, item: object) -> bool:
-        with self._start_lock:
-            return self._put_locked(item)
 
     def _put_locked(self, item: object) -> bool:
         if self._stopped:
@@ -169,60 +232,37 @@ class Dispatcher:
         self.posted += 1
         self._items.append(item)
         if self._idle:  # wake the consumer once; it takes everything queued by then
-            if self._burst is None or self._burst != threading.get_ident():  # a burst's own: at end_burst()
+            if self._burst is None or self._burst != threading.get_ident():  # a burst's own: at burst.end()
                 self._idle = False
                 self._wake.release()
         elif self._thread is None and self._executor != "manual":
-            self._start_locked()
+            self._queue_locked()
         return True
 
-    def begin_burst(self) -> None:
-        """The reader thread, with more received frames to handle at once: until
-        :meth:`end_burst`, its posts do not wake an idle consumer, so that the consumer does not
-        take the GIL frame by frame (each C call that releases it, a decryption for one, would
-        hand it over) but wakes once for the whole run. Posts from other threads wake it as
-        always, and it then takes the burst's items too. The caller ends every burst before it
-        waits for anything (a socket read that would block) and every few frames."""
+    def _begin_burst(self) -> None:
+        """:meth:`BurstGate.begin`: this thread's posts leave an idle consumer idle."""
         self._burst = threading.get_ident()
 
-    def end_burst(self) -> None:
-        """End :meth:`begin_burst`: wake the consumer if the burst queued anything for it."""
-        with self._start_lock:
+    def _end_burst(self) -> None:
+        """:meth:`BurstGate.end`: wake the consumer if the burst queued anything for it."""
+        with self._queue_lock:
             self._burst = None
             if self._idle and self._items:
                 self._idle = False
                 self._wake.release()
 
-    def _start_locked(self) -> None:
-        """Under ``_start_lock``: start the dispatcher thread, on first use (a client never used
+    def _queue_locked(self) -> None:
+        """Under ``_queue_lock``: start the dispatcher thread, on first use (a client never used
         starts no thread)."""
         self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
         self._thread.start()
-
-    def post_admitted(self, fn: Callback, cost: int) -> bool:
-        """Queue a skippable push of ``cost`` bytes, unless the backlog is over a limit or the
-        dispatcher stopped (``False``: not queued, the caller decides). Never blocks. The
-        backlog counts it until it ran."""
-        return self.post_call(_call, fn, None, cost)
-
-    def post_call(self, fn: Callable[[A, B], None], first: A, second: B, cost: int) -> bool:
-        """:meth:`post_admitted` of ``fn(first, second)``: the stream's hot path, which needs
-        no closure per push (the reader thread posts one item, a tuple)."""
-        backlog = self.backlog
-        if not backlog.admit(cost):
-            return False
-        with self._start_lock:
-            if self._put_locked((fn, cost, first, second)):
-                return True
-        backlog.cancel(cost)
-        return False
 
     def _take(self, timeout: float | None) -> list[object]:
         """The consumer: everything queued, after waiting up to ``timeout`` seconds (``None``:
         without limit) for something; empty when nothing came."""
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
-            with self._start_lock:
+            with self._queue_lock:
                 items = self._items
                 if items:
                     self._items = []
@@ -241,7 +281,7 @@ class Dispatcher:
     def _stop_waiting(self) -> bool:
         """The consumer stops waiting on its own: True if nobody woke it meanwhile; else it
         takes the wake-up that was given (released with ``_idle`` cleared, so at once)."""
-        with self._start_lock:
+        with self._queue_lock:
             if self._idle:
                 self._idle = False
                 return True
@@ -250,13 +290,8 @@ class Dispatcher:
 
     def _give_back(self, items: list[object]) -> None:
         """Manual mode: put untaken items back in front of what was posted since."""
-        with self._start_lock:
+        with self._queue_lock:
             self._items[0:0] = items
-
-    def post_or_run(self, fn: Callback) -> None:
-        """Queue ``fn``; once stopped, run it at once on this thread (errors isolated)."""
-        if not self.post(fn):
-            self._run(fn)
 
     # ------------------------------------------------------------------ running
     def in_callback(self) -> bool:
@@ -295,20 +330,10 @@ class Dispatcher:
         elif self._owner != ident and not self._owner_named:
             self._owner_varies = True
 
-    def invoke(self, fn: Callable[..., object], *args: object) -> None:
-        """Call one user callback inside a running job, isolating its errors (callback thread)."""
-        try:
-            fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - isolation is the point
-            self.report(exc, fn)
-
-    def _run(self, fn: Callback) -> None:
-        self._run_batch([fn])
-
     def _run_batch(self, batch: list[Any]) -> None:
         """Run taken items in order on this thread, each isolated; ``_STOP`` is never among them.
         An admitted push, ``(fn, cost, first, second)``, is counted by the backlog until it ran."""
-        local, report, slow, clock, done = self._local, self.report, self._slow, time.monotonic, self._done
+        local, report, slow, clock, done = self._local, self.errors.report, self._slow, time.monotonic, self._done
         local.depth = getattr(local, "depth", 0) + 1
         try:
             last = clock()
@@ -333,11 +358,6 @@ class Dispatcher:
         finally:
             local.depth -= 1
 
-    def report(self, exc: BaseException, fn: object) -> None:
-        """A callback ``fn`` raised ``exc`` (callback thread): log it, keep it in strict mode, and
-        pass it to ``on_callback_error``. For a job that calls user code without :meth:`invoke`."""
-        self._errors.report(exc, fn)
-
     def _loop(self) -> None:
         pin_current_thread(self._thread_cpu)
         self._thread_ident = threading.get_ident()
@@ -361,7 +381,7 @@ class Dispatcher:
         try:
             executor(lambda: self._deliver(item))
         except BaseException as exc:  # noqa: BLE001
-            self.report(exc, executor)
+            self.errors.report(exc, executor)
             if type(item) is tuple:  # never to run: release what the backlog counted for it
                 self._done(item[1])
             elif isinstance(item, CountedJob):
@@ -384,16 +404,16 @@ class Dispatcher:
         if self.in_callback():
             raise WouldDeadlock("process_events() was called from inside a callback; return from it instead")
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        if not self._loop_lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+        if not self._process_events_lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
             return 0
         try:
             self._loop_thread = threading.current_thread()
             return self._drain(deadline, max_events)
         finally:
-            self._loop_lock.release()
+            self._process_events_lock.release()
 
     def _drain(self, deadline: float | None, max_events: int | None) -> int:
-        """Under ``_loop_lock``: run queued callables on this thread (see :meth:`process_events`)."""
+        """Under ``_process_events_lock``: run queued callables on this thread (see :meth:`process_events`)."""
         ran = 0
         while max_events is None or ran < max_events:
             batch = self._take(None if deadline is None else deadline - time.monotonic())
@@ -428,7 +448,7 @@ class Dispatcher:
         else:
             self.check_can_wait("flush_callbacks()")
         done = threading.Event()
-        posted = self.post(done.set)
+        posted = self.post_in_order(done.set)
         if not self.manual:
             if posted:
                 return done.wait(timeout)
@@ -454,12 +474,12 @@ class Dispatcher:
 
     def raise_errors(self) -> None:
         """Strict mode: raise :class:`CallbackError` for the first callback error kept so far."""
-        self._errors.raise_first()
+        self.errors.raise_first()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Run what is queued, then stop. Joins the dispatcher thread (bounded; never the current
         thread), also when called again."""
-        with self._start_lock:
+        with self._queue_lock:
             if not self._stopped:  # a later call only joins (every caller sees the thread end)
                 self._items.append(_STOP)
                 self._stopped = True
@@ -473,8 +493,9 @@ class Dispatcher:
                 self._log.warning("a callback is still running %.1f s after close(); not waiting for it", timeout)
 
 
-def _call(fn: Callback, _unused: None) -> None:
-    """An admitted plain callable, as :meth:`Dispatcher.post_call` queues it."""
+def call_plain(fn: Callback, _unused: None) -> None:
+    """Runs a plain callable posted as a skippable push:
+    ``post_if_admitted(call_plain, fn, None, cost)``."""
     fn()
 
 

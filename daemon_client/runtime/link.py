@@ -9,7 +9,7 @@ code and no wait ever happens under it; state listeners are *posted* to the call
 thread under it, so that they hear transitions in the order they happened.
 
 Lock order: ``Link.lock`` → ``RequestTable._lock`` → ``TimerThread._cond``;
-``Link.lock`` → ``Dispatcher._start_lock``; ``Writer._cond`` → ``TimerThread._cond``.
+``Link.lock`` → ``Dispatcher._queue_lock``; ``Writer._cond`` → ``TimerThread._cond``.
 """
 
 from __future__ import annotations
@@ -125,14 +125,14 @@ class Link:
             self.server_info = None
         self.log.info("%s: %s -> %s (%s)", self.name, old.value, new.value, reason)
         for registration in self.listeners:
-            self.dispatcher.post(lambda r=registration: _deliver(r, old, new, reason))  # type: ignore[misc]
+            self.dispatcher.post_in_order(lambda r=registration: _deliver(r, old, new, reason))  # type: ignore[misc]
 
     def add_listener(self, listener: StateListener) -> Callable[[], None]:
         registration = _Registration(listener)
         with self.lock:
             self.listeners = (*self.listeners, registration)
             current = self.state
-            self.dispatcher.post(lambda: _deliver(registration, current, current, "current state"))
+            self.dispatcher.post_in_order(lambda: _deliver(registration, current, current, "current state"))
 
         def remove() -> None:
             registration.active = False

@@ -26,8 +26,10 @@ from daemon_client.runtime.timers import Timer, TimerThread
 
 _log = logging.getLogger("daemon_client.runtime.requests")
 T = TypeVar("T")
-Post = Callable[[Callable[[], None]], "bool | None"]
-"""Queue a job for the callback thread; ``False`` means not queued (the client is closed)."""
+Post = Callable[[Callable[[], None]], "int | None"]
+"""Queue a job for the callback thread: ``Dispatcher.post_in_order`` (``0``: not queued, the
+client is closed; else the post's number) or ``Dispatcher.post_or_run_now`` (``None``: taken care
+of, it runs exactly once)."""
 SettleHook = Callable[[dict[str, Any] | None, BaseException | None], None]
 """Internal hook told how a request ended, before its future is settled. It runs on the
 thread that settles it (reader, timer, or the thread failing it) and must not block."""
@@ -51,7 +53,7 @@ class CallbackFuture(Future[T]):
 
         def forward(fut: Future[T]) -> None:
             job = functools.partial(_call, fn, fut)
-            if post(job) is False:
+            if post(job) == 0:  # not queued (None: post_or_run_now ran it or queued it)
                 _call_isolated(job)
 
         super().add_done_callback(forward)

@@ -288,7 +288,7 @@ class Supervisor:
         # Received frames handled in runs, one wake-up of the callbacks a run, only where the
         # transport says before each wait for the socket (it answers True once it will).
         try:
-            bursts = set_hooks is not None and set_hooks(dispatcher.end_burst, dispatcher.begin_burst) is True
+            bursts = set_hooks is not None and set_hooks(dispatcher.burst.end, dispatcher.burst.begin) is True
         except Exception:  # noqa: BLE001 - a custom transport's defect: read frame by frame
             self._log.exception("%s: the transport's set_wait_hooks failed; reading frame by frame", self._link.name)
             bursts = False
@@ -296,7 +296,7 @@ class Supervisor:
             return self._read_frames(transport, sock, connected_at, bursts=bursts)
         finally:
             if bursts:
-                dispatcher.end_burst()
+                dispatcher.burst.end()
 
     def _read_frames(self, transport: Transport, sock: Socket, connected_at: list[float], *, bursts: bool) -> Failure:
         frame_log, dispatcher = self._frame_log, self._link.dispatcher
@@ -339,11 +339,11 @@ class Supervisor:
                 handled = 0
                 tracing = frame_log.isEnabledFor(logging.DEBUG)
                 if bursts:
-                    dispatcher.end_burst()  # the callbacks of the run so far start now
+                    dispatcher.burst.end()  # the callbacks of the run so far start now
                 if dispatcher.pending >= HANDOFF_FRAMES:
                     time.sleep(0)  # let the callback thread take the GIL: small batches stay in cache
                 if bursts:
-                    dispatcher.begin_burst()
+                    dispatcher.burst.begin()
 
     # ------------------------------------------------------------------ frames
     def _route_binary(self, data: bytes) -> bool:

@@ -8,6 +8,15 @@ when it becomes live (and after every reconnect) the manager reads the configura
 reconnect that differs from the last configuration this client saw is delivered to the
 handlers as a change (a change made while disconnected is not lost), then ``on_restored`` runs.
 
+A follower's state (:class:`ConfigState`) is a phase of the one subscription state model
+(:mod:`daemon_client.subscriptions.lifecycle`), changed only through ``move``: ``pending`` while
+no read can be made for it (no connection, or the read could not be sent), ``establishing``
+while the read that gives it its baseline is in flight (joined by followers who subscribe
+meanwhile), then ``live`` (across reconnects too: nothing is held on the daemon, and the
+catch-up read after a reconnect is its restore), ``released`` once released, closed, or failed
+(a first read that failed or could not be parsed), as a timeline membership whose
+establishment failed is.
+
 Threads: ``subscribe``/``release`` on the caller's thread; routing, the read's settle hook and
 the lifecycle hooks on the reader thread (they only post jobs); handlers on the callback
 thread. The lock is never held while sending or while user code runs.
@@ -15,6 +24,7 @@ thread. The lock is never held while sending or while user code runs.
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -32,7 +42,7 @@ from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.requests import CallbackFuture
-from daemon_client.subscriptions.lifecycle import SubscriptionLink, control_timeout
+from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, control_timeout, move
 
 _log = logging.getLogger("daemon_client.subscriptions.config")
 
@@ -40,6 +50,18 @@ CHANGED_STATUS = "daemon_config_changed"
 READ_REQUEST = "get_daemon_config_request"
 
 C = TypeVar("C")
+
+
+class ConfigState(enum.Enum):
+    PENDING = "pending"  # no read can be made for it yet
+    ESTABLISHING = "establishing"  # the read giving it its baseline is in flight
+    LIVE = "live"
+    RELEASED = "released"  # released, closed, or its first read failed
+
+    @property
+    def phase(self) -> Phase:
+        """This state in the one subscription state model."""
+        return Phase(self.value)
 
 
 class ConfigSubscription(Generic[C]):
@@ -61,9 +83,18 @@ class ConfigSubscription(Generic[C]):
         self.handler = handler
         self.on_restored = on_restored
         self.on_error = on_error
-        self.ready: Future[C] = CallbackFuture(manager.dispatcher.post)
-        self.live = False
-        self.released = False
+        self.ready: Future[C] = CallbackFuture(manager.dispatcher.post_in_order)
+        self.state = ConfigState.PENDING
+        """Changed only through ``lifecycle.move``, under the manager's lock."""
+
+    @property
+    def live(self) -> bool:
+        """Has its baseline: changes are delivered to it."""
+        return self.state is ConfigState.LIVE
+
+    @property
+    def released(self) -> bool:
+        return self.state is ConfigState.RELEASED
 
     def __call__(self) -> None:
         self.release()
@@ -80,8 +111,7 @@ class ConfigSubscription(Generic[C]):
         self.release()
 
     def __repr__(self) -> str:
-        state = "released" if self.released else "live" if self.live else "pending"
-        return f"<ConfigSubscription {state}>"
+        return f"<ConfigSubscription {self.state.value}>"
 
 
 class ConfigManager(Generic[C]):
@@ -110,6 +140,8 @@ class ConfigManager(Generic[C]):
         with self._lock:
             self._subs.append(sub)
             connected = self._connected
+            if connected:  # the read made below (or the one in flight) establishes it
+                move(sub, ConfigState.ESTABLISHING)
         if connected:
             self._read(direct=False, restored=False)
         return sub
@@ -118,8 +150,7 @@ class ConfigManager(Generic[C]):
         with self._lock:
             if sub.released:
                 return
-            sub.released = True
-            sub.live = False
+            move(sub, ConfigState.RELEASED)
             if sub in self._subs:
                 self._subs.remove(sub)
         if not sub.ready.done():
@@ -130,6 +161,9 @@ class ConfigManager(Generic[C]):
         """Read the configuration; its reply makes pending followers live and catches up live
         ones (``restored``: the read that follows a reconnect, after which ``on_restored`` runs)."""
         with self._lock:
+            for sub in self._subs:
+                if sub.state is ConfigState.PENDING:
+                    move(sub, ConfigState.ESTABLISHING)
             if self._reading:
                 return  # the read in flight settles every follower waiting now
             self._reading = True
@@ -143,6 +177,7 @@ class ConfigManager(Generic[C]):
         except ConnectionUnavailable:
             with self._lock:
                 self._reading = False
+                self._wait_for_connection_locked()
 
     def _settled(self, payload: dict[str, Any] | None, error: BaseException | None, restored: bool) -> None:
         """Reader thread (or the thread failing the read): the configuration read ended."""
@@ -155,7 +190,7 @@ class ConfigManager(Generic[C]):
             if error is not None:
                 failed = [] if isinstance(error, ConnectionLost) else [s for s in self._subs if not s.live]
                 for sub in failed:
-                    sub.released = True
+                    move(sub, ConfigState.RELEASED)
                     self._subs.remove(sub)
                 changed, pending, live = False, [], []
             else:
@@ -165,7 +200,7 @@ class ConfigManager(Generic[C]):
                 pending = [s for s in self._subs if not s.live]
                 live = [s for s in self._subs if s.live]
                 for sub in pending:
-                    sub.live = connected
+                    move(sub, ConfigState.LIVE if connected else ConfigState.PENDING)
         if error is not None:
             self._fail(failed, error)
             return
@@ -185,7 +220,7 @@ class ConfigManager(Generic[C]):
             value = memo.get()
         except Exception as exc:  # noqa: BLE001 - an unreadable configuration fails this follower
             with self._lock:
-                sub.released, sub.live = True, False
+                move(sub, ConfigState.RELEASED)
                 if sub in self._subs:
                     self._subs.remove(sub)
             self._fail([sub], exc)
@@ -203,10 +238,10 @@ class ConfigManager(Generic[C]):
             _log.warning("reading the daemon configuration failed: %s", error)
 
     def _post_error(self, callback: Callable[[BaseException], object], error: BaseException) -> None:
-        self.dispatcher.post(lambda: self.dispatcher.invoke(callback, error))
+        self.dispatcher.post_in_order(lambda: self.dispatcher.errors.call_isolated(callback, error))
 
     def _post_restored(self, sub: ConfigSubscription[C], callback: Callable[[], object]) -> None:
-        self.dispatcher.post(lambda: None if sub.released else self.dispatcher.invoke(callback))
+        self.dispatcher.post_in_order(lambda: None if sub.released else self.dispatcher.errors.call_isolated(callback))
 
     def _post_change(self, sub: ConfigSubscription[C], memo: Memo[C]) -> None:
         def deliver() -> None:
@@ -217,9 +252,9 @@ class ConfigManager(Generic[C]):
             except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
                 _log.warning("unreadable daemon configuration skipped: %s", exc)
                 return
-            self.dispatcher.invoke(sub.handler, value)
+            self.dispatcher.errors.call_isolated(sub.handler, value)
 
-        self.dispatcher.post(deliver)
+        self.dispatcher.post_in_order(deliver)
 
     # -------------------------------------------------------------- reader thread
     def route(self, message: SessionMessage) -> None:
@@ -251,6 +286,13 @@ class ConfigManager(Generic[C]):
         with self._lock:
             self._connected = False
             self._reading = False
+            self._wait_for_connection_locked()
+
+    def _wait_for_connection_locked(self) -> None:
+        """No read is in flight: followers being established wait for the next one."""
+        for sub in self._subs:
+            if sub.state is ConfigState.ESTABLISHING:
+                move(sub, ConfigState.PENDING)
 
     def release_for_close(self, kind: HostKind) -> list[Future[Any]]:
         """Nothing to release on the daemon: the pushes are broadcast."""
@@ -260,7 +302,6 @@ class ConfigManager(Generic[C]):
         """After ``close()``: fail pending ``ready`` futures and tell every follower."""
         with self._lock:
             subs, self._subs = self._subs, []
-        closed = ClientClosed()
-        for sub in subs:
-            sub.released = True
-        self._fail(subs, closed)
+            for sub in subs:
+                move(sub, ConfigState.RELEASED)
+        self._fail(subs, ClientClosed())

@@ -142,7 +142,7 @@ class DirectoryObservation(Generic[S]):
         ``failed`` (released: see ``error``) or ``released``."""
         self._subscription_id: str | None = None
         self.capable = False
-        self.ready: Future[S] = CallbackFuture(manager.dispatcher.post)
+        self.ready: Future[S] = CallbackFuture(manager.dispatcher.post_in_order)
         """Resolves to the first snapshot; fails if establishment fails or the client closes."""
         self.error: BaseException | None = None
         """Why (re-)establishing failed (``state`` is then ``FAILED``); ``None`` otherwise."""
@@ -194,7 +194,7 @@ class DirectoryObservation(Generic[S]):
         ``error`` gets a failed re-establishment (the observation is then released).
         """
         registration = Registration(Callbacks(snapshot, update, error))
-        self._manager.dispatcher.post(lambda: self._activate(registration))
+        self._manager.dispatcher.post_in_order(lambda: self._activate(registration))
         callbacks = self._callbacks
         return lambda: callbacks.remove(registration)
 
@@ -228,7 +228,7 @@ class DirectoryObservation(Generic[S]):
         if not registration.active or self.state is ObservationState.RELEASED:
             return
         callbacks = registration.value
-        invoke = self._manager.dispatcher.invoke
+        invoke = self._manager.dispatcher.errors.call_isolated
         if self.state is ObservationState.FAILED:
             if callbacks.error is not None and self.error is not None:
                 invoke(callbacks.error, self.error)
@@ -252,7 +252,7 @@ class DirectoryObservation(Generic[S]):
         with self._view_lock:
             self._base, self._view = result, view
         current = self.current()
-        invoke = self._manager.dispatcher.invoke
+        invoke = self._manager.dispatcher.errors.call_isolated
         for listener in self._manager.snapshot_listeners.values():
             invoke(listener, result)
         for entry in self._callbacks.entries:
@@ -278,13 +278,13 @@ class DirectoryObservation(Generic[S]):
             return
         if self._view is not None:
             self._manager.family.apply_update(self._view, typed)
-        invoke = self._manager.dispatcher.invoke
+        invoke = self._manager.dispatcher.errors.call_isolated
         for entry in self._callbacks.entries:
             if entry.active and entry.value.update is not None:
                 invoke(entry.value.update, typed)
 
     def _fail(self, error: BaseException) -> None:
-        invoke = self._manager.dispatcher.invoke
+        invoke = self._manager.dispatcher.errors.call_isolated
         for entry in self._callbacks.clear():
             if entry.value.error is not None:
                 invoke(entry.value.error, error)
@@ -431,7 +431,7 @@ class DirectoryManager(Generic[S, U, E]):
             self.flow.restore(observation._lag, lambda: observation._reset(subscription_id, memo), covers=True)
             return
         observation._first_snapshot = memo
-        self.dispatcher.post(lambda: observation._reset(subscription_id, memo))
+        self.dispatcher.post_in_order(lambda: observation._reset(subscription_id, memo))
 
     def _establishment_failed(
         self, observation: DirectoryObservation[S], error: BaseException, restored: bool, capable: bool
@@ -441,7 +441,7 @@ class DirectoryManager(Generic[S, U, E]):
         if not restored:
             return  # observe() raises it to the caller and forgets the observation
         self._forget(observation, error)
-        self.dispatcher.post(lambda: observation._fail(error))
+        self.dispatcher.post_in_order(lambda: observation._fail(error))
         self._link.establishment_failed(repr(observation), error, owned=capable)
 
     def route(self, message: SessionMessage) -> None:
@@ -475,7 +475,7 @@ class DirectoryManager(Generic[S, U, E]):
             )
         listeners = self._listeners.entries
         if listeners and not self.dispatcher.backlog.lagging:  # skipped with the updates: resyncs refresh handles
-            self.dispatcher.post(lambda: self._notify_listeners(listeners, memo))
+            self.dispatcher.post_in_order(lambda: self._notify_listeners(listeners, memo))
 
     def resync(self, observation: DirectoryObservation[S], subscription_id: str) -> None:
         """Re-read a lagging observation's snapshot (a plain read: no new observation). Updates
@@ -501,7 +501,7 @@ class DirectoryManager(Generic[S, U, E]):
             observation._lag.release_hold()
             if error is None and payload is not None:
                 memo: Memo[S] = Memo(lambda: self.family.parse_list(payload))
-                self.dispatcher.post(lambda: observation._reset(subscription_id, memo))
+                self.dispatcher.post_in_order(lambda: observation._reset(subscription_id, memo))
                 return
         if isinstance(error, ConnectionUnavailable):
             return  # the observation restores with a fresh snapshot after the reconnect
@@ -515,7 +515,7 @@ class DirectoryManager(Generic[S, U, E]):
             return
         for entry in listeners:
             if entry.active:  # removed since the update was routed: it hears nothing more
-                self.dispatcher.invoke(entry.value, typed)
+                self.dispatcher.errors.call_isolated(entry.value, typed)
 
     def restore(self, kind: HostKind, reconnected: bool) -> None:
         """Reader thread, after every handshake: re-establish live observations in creation order."""

@@ -65,7 +65,7 @@ class EventSubscription(Membership):
         except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
             _log.warning("unreadable %s skipped: %s", message.type, exc)
             return
-        self._manager.dispatcher.invoke(self._handler, value)
+        self._manager.dispatcher.errors.call_isolated(self._handler, value)
 
     def _parse_frame(self, message: SessionMessage) -> Any:
         """By the parser of the frame's type (a frame is routed only if its type has one)."""
@@ -78,7 +78,7 @@ class EventSubscription(Membership):
     def _recover(self, summary: LagSummary) -> None:
         """Under the lag's lock: a coalescing stream gets the newest skipped push; any other
         resynchronises through ``on_restored`` (e.g. the project cache re-lists)."""
-        post = self._manager.dispatcher.post
+        post = self._manager.dispatcher.post_in_order
         newest = summary.newest
         parse = self._parse
         if self._coalesce and parse is not None and isinstance(newest, SessionMessage):
@@ -92,11 +92,11 @@ class EventSubscription(Membership):
 
     def _on_restored(self) -> None:
         if self._restored_cb is not None and not self.released:
-            self._manager.dispatcher.invoke(self._restored_cb)
+            self._manager.dispatcher.errors.call_isolated(self._restored_cb)
 
     def _on_failed(self, error: BaseException) -> None:
         if self._error_cb is not None:
-            self._manager.dispatcher.invoke(self._error_cb, error)
+            self._manager.dispatcher.errors.call_isolated(self._error_cb, error)
 
 
 class EventManager(MembershipManager[EventSubscription]):

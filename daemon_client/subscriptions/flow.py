@@ -31,7 +31,7 @@ from typing import TypeVar
 import attrs
 
 from daemon_client.runtime.backlog import BacklogStats
-from daemon_client.runtime.dispatch import Dispatcher
+from daemon_client.runtime.dispatch import Dispatcher, call_plain
 
 _log = logging.getLogger("daemon_client.flow")
 
@@ -197,14 +197,16 @@ class FlowPolicy:
     def offer(self, lag: Lag, job: Action, cost: int, skipped: Callable[[Lag, T], None], item: T) -> None:
         """Reader thread: post ``job`` if admitted; otherwise ``skipped(lag, item)`` records it
         (under the lag's lock). A lagging observation recovers first once the backlog drained."""
-        if not lag.lagging and self._dispatcher.post_admitted(job, cost):
+        if not lag.lagging and self._dispatcher.post_if_admitted(call_plain, job, None, cost):
             return  # the common case, without the lag's lock: nothing to announce first, admitted
         action: Action | None = None
         started = False
         with lag.lock:
             if lag.pending and not self._backlog.lagging:
                 action = lag.recover_locked()
-            if (lag.lagging or not self._dispatcher.post_admitted(job, cost)) and not self._dispatcher.stopped:
+            if (
+                lag.lagging or not self._dispatcher.post_if_admitted(call_plain, job, None, cost)
+            ) and not self._dispatcher.stopped:
                 started = not lag.lagging
                 skipped(lag, item)
                 started = started and lag.pending
@@ -219,7 +221,7 @@ class FlowPolicy:
         """:meth:`offer` of the job ``fn(first, second)``, posted without a closure when admitted
         (the stream's hot path: one call from the router to the dispatcher's queue);
         ``skipped(lag, first)`` records it when it is not."""
-        if not (lag._pending or lag._held) and self._dispatcher.post_call(fn, first, second, cost):
+        if not (lag._pending or lag._held) and self._dispatcher.post_if_admitted(fn, first, second, cost):
             return
         self.offer(lag, functools.partial(fn, first, second), cost, skipped, first)
 
@@ -227,7 +229,7 @@ class FlowPolicy:
         """Reader thread: post one ``job`` serving several observations of one push, counted
         once, if none of them is lagging and it is admitted; ``False`` otherwise (nothing was
         posted or recorded: the caller offers the push to each observation on its own)."""
-        return not any(lag.lagging for lag in lags) and self._dispatcher.post_admitted(job, cost)
+        return not any(lag.lagging for lag in lags) and self._dispatcher.post_if_admitted(call_plain, job, None, cost)
 
     def force(self, lag: Lag, job: Action) -> None:
         """Post ``job`` (never skipped); a pending lag is announced before it."""
@@ -235,7 +237,7 @@ class FlowPolicy:
         with lag.lock:
             if lag.pending:
                 action = lag.recover_locked()
-            self._dispatcher.post(job)
+            self._dispatcher.post_in_order(job)
         if action is not None:
             action()
 
@@ -247,7 +249,7 @@ class FlowPolicy:
         if covers:
             with lag.lock:
                 lag.clear()
-                self._dispatcher.post(job)
+                self._dispatcher.post_in_order(job)
             return
         self.force(lag, job)
 

@@ -5,8 +5,9 @@ requests may take.
 The one subscription state model (:class:`Phase`, :data:`TRANSITIONS`, :data:`MEANINGS`):
 every family's state (``ObservationState`` of directory observations, ``State`` of timeline
 and event memberships, ``DirectoryState`` of terminal directories, ``StreamState`` of terminal
-streams) is one of these phases under its own public name, and changes only through
-:func:`move`, which checks the transition against the one table. An illegal transition is a
+streams, ``ConfigState`` of configuration followers) is one of these phases under its own
+public name, and changes only through :func:`move`, which checks the transition against the one
+table. An illegal transition is a
 programming error: it is logged at ERROR and refused (the state stays as it was), and raises
 :class:`IllegalTransition` in strict mode (:func:`set_strict_transitions`, or the environment
 variable ``DAEMON_CLIENT_STRICT_STATES=1``, which the test suite sets). Each family keeps its

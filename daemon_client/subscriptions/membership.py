@@ -143,7 +143,7 @@ class Membership:
         """Counts establishments; jobs posted for an older one are dropped when they run."""
         self.attempt = 0
         """Counts establishment attempts; a reply or failure for an older one is stale."""
-        self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post)
+        self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post_in_order)
         self._teardown: Future[dict[str, Any]] | None = None
         self._lag: Lag = manager.flow.lag(lambda: repr(self), self._recover)
         """What flow control skipped for this handle (see :mod:`daemon_client.subscriptions.flow`)."""
@@ -328,9 +328,18 @@ class MembershipManager(Generic[M]):
                     self._retry_later(sub, attempt)
                 return
             if sent is None:  # unchanged: those covered by the acknowledged union are ready at once
-                with self._lock:
-                    acked, epoch = self._acked, self._epoch
-                self._union_ack(acked, epoch, {}, None)
+                self._covered_by_acked_union()
+
+    def _covered_by_acked_union(self) -> None:
+        """The union did not change: the handles waiting whose key the last acknowledged union
+        covers are live now. Read under one lock with the waiting handles, and never written
+        here: an acknowledgement the reader handles meanwhile must not be overwritten with an
+        older union (which would leave every later handle of its keys waiting forever)."""
+        with self._lock:
+            acked = self._acked
+            waiting = [(s, s.attempt) for s in self._subs if s.state is State.ESTABLISHING and s.key in acked]
+        for sub, attempt in waiting:
+            self._go_live(sub, attempt, local_subscription_id(), None)
 
     def _sync_union(self, *, direct: bool) -> Future[dict[str, Any]] | None:
         """Send the current union if it changed; computing and writing happen under one lock so
@@ -386,7 +395,7 @@ class MembershipManager(Generic[M]):
     def _union_ack(
         self, union: frozenset[str], epoch: int, payload: dict[str, Any] | None, error: BaseException | None
     ) -> None:
-        """Reader thread (or the caller's, for a union that was unchanged): the daemon answered
+        """Reader thread (or the thread that failed the request): the daemon answered
         ``union``, computed in ``epoch``. A reply for an earlier epoch changes no handle: after a
         disconnect the restore establishes them again; if it was accepted after this epoch's own
         union, the daemon now holds an outdated one, so the current union is sent again."""
@@ -449,7 +458,7 @@ class MembershipManager(Generic[M]):
                 self._subs.remove(sub)
             self._unroute_locked(sub)
             mode = self._mode
-        self.dispatcher.post(lambda: sub._on_failed(error))
+        self.dispatcher.post_in_order(lambda: sub._on_failed(error))
         if not sub.ready.done():
             sub.ready.set_exception(error)
         self._link.establishment_failed(
@@ -567,7 +576,7 @@ class MembershipManager(Generic[M]):
             move(sub, State.RELEASED)
             if not sub.ready.done():
                 sub.ready.set_exception(closed)
-            self.dispatcher.post(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]
+            self.dispatcher.post_in_order(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]
 
 
 def _deliver_all(

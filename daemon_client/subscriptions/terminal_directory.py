@@ -91,7 +91,7 @@ class TerminalDirectorySubscription:
         self.key = key
         self._handler = handler
         self.state = DirectoryState.PENDING
-        self.ready: Future[TerminalsChanged] = CallbackFuture(manager.dispatcher.post)
+        self.ready: Future[TerminalsChanged] = CallbackFuture(manager.dispatcher.post_in_order)
         self._current: TerminalsChanged | None = None
 
     @property
@@ -141,7 +141,7 @@ class TerminalDirectorySubscription:
             kept = tuple(t for t in value.terminals if t.workspace_id in (None, workspace))
             value = attrs.evolve(value, terminals=kept, workspace_id=workspace)
         self._current = value
-        self._manager.dispatcher.invoke(self._handler, value)
+        self._manager.dispatcher.errors.call_isolated(self._handler, value)
 
 
 class TerminalDirectoryManager:
@@ -209,7 +209,7 @@ class TerminalDirectoryManager:
             _log.debug("terminals_changed for %r with no subscription dropped", cwd)
             return
         memo: Memo[TerminalsChanged] = Memo(lambda: parse_terminals_changed(payload))
-        post = self.dispatcher.post
+        post = self.dispatcher.post_in_order
         for sub in targets:
             post(lambda sub=sub: sub._deliver(memo))  # type: ignore[misc]
         for sub in first:

@@ -113,7 +113,7 @@ class TerminalStream:
         self.slot: int | None = None
         """The daemon's slot for this terminal on the current connection (``None`` when not live)."""
         self._ever_ready = False
-        self.ready: Future[int] = CallbackFuture(manager.dispatcher.post)
+        self.ready: Future[int] = CallbackFuture(manager.dispatcher.post_in_order)
         """Resolves to the first slot; fails if the daemon refuses or the client closes."""
         self._on_output = on_output
         self._on_snapshot = on_snapshot
@@ -242,7 +242,7 @@ class TerminalStream:
             job = CountedJob(
                 functools.partial(self._deliver_batch, batch), functools.partial(self._discard_batch, batch)
             )
-            number = dispatcher.post_numbered(job)
+            number = dispatcher.post_in_order(job)
             self._batch, self._batch_number = (batch, number) if number else (None, 0)  # 0: stopped
         if not number:
             dispatcher.backlog.cancel(cost)
@@ -269,7 +269,7 @@ class TerminalStream:
 
     def _deliver_output(self, text: str) -> None:
         if self._on_output is not None and self.state is not StreamState.RELEASED:
-            self._manager.dispatcher.invoke(self._on_output, text)
+            self._manager.dispatcher.errors.call_isolated(self._on_output, text)
 
     def _deliver_snapshot(self, memo: Memo[TerminalState]) -> None:
         if self._on_snapshot is None or self.state is StreamState.RELEASED:
@@ -279,15 +279,15 @@ class TerminalStream:
         except DaemonClientError as exc:
             _log.warning("%r: unreadable snapshot skipped: %s", self, exc)
             return
-        self._manager.dispatcher.invoke(self._on_snapshot, state)
+        self._manager.dispatcher.errors.call_isolated(self._on_snapshot, state)
 
     def _deliver_exit(self) -> None:
         if self._on_exit is not None and self.state is not StreamState.RELEASED:
-            self._manager.dispatcher.invoke(self._on_exit)
+            self._manager.dispatcher.errors.call_isolated(self._on_exit)
 
     def _deliver_error(self, error: BaseException) -> None:
         if self._on_error is not None:
-            self._manager.dispatcher.invoke(self._on_error, error)
+            self._manager.dispatcher.errors.call_isolated(self._on_error, error)
 
 
 class _Feed:
@@ -443,7 +443,7 @@ class TerminalStreamManager:
         if not stream.ready.done():
             stream.ready.set_exception(error)
         else:
-            self.dispatcher.post(lambda: stream._deliver_error(error))
+            self.dispatcher.post_in_order(lambda: stream._deliver_error(error))
             self._link.establishment_failed(repr(stream), error, owned=False)
 
     def _ended(self, stream: TerminalStream) -> None:
@@ -455,7 +455,7 @@ class TerminalStreamManager:
                 self._streams.remove(stream)
             self._unroute_locked(stream)
         stream._reader.end(exited(f"terminal {stream.terminal_id}"))
-        self.dispatcher.post(stream._deliver_exit)
+        self.dispatcher.post_in_order(stream._deliver_exit)
 
     def _unroute_locked(self, stream: TerminalStream) -> None:
         slot, stream.slot = stream.slot, None
@@ -497,7 +497,7 @@ class TerminalStreamManager:
         feed = self._feeds.get(frame.slot)
         if feed is None or frame.opcode != SNAPSHOT:
             return False
-        post = self.dispatcher.post
+        post = self.dispatcher.post_in_order
         payload = frame.payload
         if feed.memo is None or payload != feed.last_snapshot:
             feed.last_snapshot = payload
@@ -563,7 +563,7 @@ class TerminalStreamManager:
             stream._reader.end(lambda output: closed)
             if not stream.ready.done():
                 stream.ready.set_exception(closed)
-            self.dispatcher.post(lambda stream=stream: stream._deliver_error(closed))  # type: ignore[misc]
+            self.dispatcher.post_in_order(lambda stream=stream: stream._deliver_error(closed))  # type: ignore[misc]
 
     def streams(self) -> list[TerminalStream]:
         """The streams not released, ended or failed (a copy)."""

@@ -64,7 +64,7 @@ class TimelineSubscription(Membership):
         return self.key
 
     def _emit(self, update: TimelineUpdate) -> None:
-        self._manager.dispatcher.invoke(self._handler, update)
+        self._manager.dispatcher.errors.call_isolated(self._handler, update)
 
     def _deliver_one(self, message: SessionMessage, generation: int) -> None:
         """The hot path of a live stream (a frame for this handle alone): parsed here, on the
@@ -81,7 +81,7 @@ class TimelineSubscription(Membership):
         try:
             handler(update)
         except BaseException as exc:  # noqa: BLE001 - isolation is the point
-            self._manager.dispatcher.report(exc, handler)
+            self._manager.dispatcher.errors.report(exc, handler)
 
     def _parse_frame(self, message: SessionMessage) -> TimelineUpdate:
         return parse_stream_payload(message.payload, self.subscription_id)
@@ -114,7 +114,7 @@ class TimelineSubscription(Membership):
     def _recover(self, summary: LagSummary) -> None:
         """Under the lag's lock: the ``lagged`` event goes before the next live frame."""
         lagged = Lagged(summary.dropped, summary.first_seq, summary.last_seq, summary.epoch, summary.skipped_types)
-        self._manager.dispatcher.post(lambda: self._on_lagged(lagged))
+        self._manager.dispatcher.post_in_order(lambda: self._on_lagged(lagged))
 
     def _on_lagged(self, lagged: Lagged) -> None:
         if not self.released:

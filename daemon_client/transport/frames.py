@@ -111,7 +111,7 @@ class FrameReader:
         self._skipping = False  # the fragmented message being received is over the limit
         self.wait_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
         """``(before, after)``: called around each socket read, ``before`` while the reader is
-        about to wait for bytes, ``after`` once some arrived (see ``Dispatcher.begin_burst``)."""
+        about to wait for bytes, ``after`` once some arrived (see ``dispatch.BurstGate``)."""
 
     def buffered(self) -> int:
         """Bytes received and not consumed yet."""

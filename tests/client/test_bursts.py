@@ -45,7 +45,7 @@ def idle_dispatcher() -> Iterator[Dispatcher]:
     """A dispatcher whose thread ran one callback and waits for the next."""
     dispatcher = Dispatcher()
     started = threading.Event()
-    dispatcher.post(started.set)
+    dispatcher.post_in_order(started.set)
     assert started.wait(TIMEOUT)
     _until(lambda: dispatcher._idle, "the dispatcher thread to wait")
     yield dispatcher
@@ -54,44 +54,60 @@ def idle_dispatcher() -> Iterator[Dispatcher]:
 
 def test_posts_of_a_burst_wake_the_callback_thread_when_the_burst_ends(idle_dispatcher) -> None:
     ran = threading.Event()
-    idle_dispatcher.begin_burst()
-    assert idle_dispatcher.post(ran.set)
-    assert idle_dispatcher.post(lambda: None)
+    idle_dispatcher.burst.begin()
+    assert idle_dispatcher.post_in_order(ran.set)
+    assert idle_dispatcher.post_in_order(lambda: None)
     assert idle_dispatcher._idle  # queued, the thread not woken
     assert idle_dispatcher.pending == 2
     assert not ran.is_set()
-    idle_dispatcher.end_burst()
+    idle_dispatcher.burst.end()
     assert ran.wait(TIMEOUT)
     assert idle_dispatcher.pending == 0
+
+
+def test_a_with_block_on_the_burst_gate_is_one_burst(idle_dispatcher) -> None:
+    ran = threading.Event()
+    with idle_dispatcher.burst:
+        assert idle_dispatcher.post_in_order(ran.set)
+        assert idle_dispatcher._idle  # queued, the thread not woken inside the block
+    assert ran.wait(TIMEOUT)  # woken as the block ended
+
+
+def test_post_numbers_count_up_and_are_zero_once_stopped() -> None:
+    dispatcher = Dispatcher(executor="manual")
+    first = dispatcher.post_in_order(lambda: None)
+    assert dispatcher.post_in_order(lambda: None) == first + 1 == dispatcher.posted
+    dispatcher.stop()
+    assert dispatcher.post_in_order(lambda: None) == 0
 
 
 def test_a_post_from_another_thread_during_a_burst_wakes_at_once(idle_dispatcher) -> None:
     ran: list[str] = []
     both = threading.Event()
-    idle_dispatcher.begin_burst()
-    idle_dispatcher.post(lambda: ran.append("burst"))
-    other = threading.Thread(target=lambda: idle_dispatcher.post(lambda: (ran.append("other"), both.set())))
+    idle_dispatcher.burst.begin()
+    idle_dispatcher.post_in_order(lambda: ran.append("burst"))
+    other = threading.Thread(target=lambda: idle_dispatcher.post_in_order(lambda: (ran.append("other"), both.set())))
     other.start()
     other.join(TIMEOUT)
     assert both.wait(TIMEOUT)  # the burst has not ended: the other thread's post woke the callbacks
     assert ran == ["burst", "other"]  # in posting order, the burst's item taken along
-    idle_dispatcher.end_burst()  # nothing due any more: no stray wake-up
+    idle_dispatcher.burst.end()  # nothing due any more: no stray wake-up
     assert idle_dispatcher.pending == 0
 
 
 def test_ending_a_burst_that_queued_nothing_wakes_nobody(idle_dispatcher) -> None:
-    idle_dispatcher.begin_burst()
-    idle_dispatcher.end_burst()
+    idle_dispatcher.burst.begin()
+    idle_dispatcher.burst.end()
     assert idle_dispatcher._idle  # still waiting: no wake-up was given
     ran = threading.Event()
-    idle_dispatcher.post(ran.set)  # outside a burst: at once
+    idle_dispatcher.post_in_order(ran.set)  # outside a burst: at once
     assert ran.wait(TIMEOUT)
 
 
 def test_stop_during_a_burst_ends_the_callback_thread(idle_dispatcher) -> None:
     ran = threading.Event()
-    idle_dispatcher.begin_burst()
-    idle_dispatcher.post(ran.set)
+    idle_dispatcher.burst.begin()
+    idle_dispatcher.post_in_order(ran.set)
     stopper = threading.Thread(target=idle_dispatcher.stop)  # close() from another thread
     stopper.start()
     stopper.join(TIMEOUT)

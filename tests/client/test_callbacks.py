@@ -252,8 +252,8 @@ def test_an_interrupted_manual_wait_leaves_no_stale_wake_up() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     ran: list[int] = []
-    dispatcher.post(lambda: ran.append(1))
-    dispatcher.post(lambda: ran.append(2))
+    dispatcher.post_in_order(lambda: ran.append(1))
+    dispatcher.post_in_order(lambda: ran.append(2))
     assert dispatcher.process_events(timeout=0) == 2
     assert ran == [1, 2]
     assert dispatcher.process_events(timeout=0.05) == 0  # nothing queued: waits, then none ran

@@ -71,6 +71,7 @@ def test_followers_who_join_during_a_read_share_it(scripted: ScriptedLink) -> No
     first = scripted.manager.subscribe(lambda config: None)
     second = scripted.manager.subscribe(lambda config: None)
     assert len(scripted.reads) == 1  # the second waits for the read in flight
+    assert repr(second) == "<ConfigSubscription establishing>"
     scripted.answer({"mcp": {"injectIntoAgents": False}})
     assert first.ready.result(0) == second.ready.result(0) == {"mcp": {"injectIntoAgents": False}}
     assert repr(first) == "<ConfigSubscription live>"

@@ -396,10 +396,10 @@ def test_the_backlog_never_stays_lagging_once_drained(max_events: int) -> None:
 
 
 def test_a_push_admitted_after_stop_is_not_counted() -> None:
-    from daemon_client.runtime.dispatch import Dispatcher
+    from daemon_client.runtime.dispatch import Dispatcher, call_plain
 
     dispatcher = Dispatcher(flow_control=dc.FlowControl(max_events=4, max_bytes=None))
     dispatcher.stop()
-    assert not dispatcher.post_admitted(lambda: None, 100)
+    assert not dispatcher.post_if_admitted(call_plain, lambda: None, None, 100)
     stats = dispatcher.backlog.stats()
     assert (stats.queued_events, stats.queued_bytes, stats.lagging) == (0, 0, False)

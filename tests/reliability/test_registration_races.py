@@ -211,14 +211,7 @@ def test_state_listeners_survive_concurrent_removals(connected, threads, rounds)
 
 
 # ----------------------------------------------------------------------------- memberships
-SELECTIVE_READY_RACE = pytest.mark.xfail(
-    reason="known defect, open: on a selective host a keeper's ready can stay unsettled while other "
-    "subscriptions of the same agent are released concurrently (seen once in a full run)",
-    strict=False,
-)
-
-
-@pytest.mark.parametrize("kind", ["capable", pytest.param("selective", marks=SELECTIVE_READY_RACE), "broadcast"])
+@pytest.mark.parametrize("kind", ["capable", "selective", "broadcast"])
 @pytest.mark.parametrize(("threads", "rounds"), SMALL_SHAPES)
 def test_timeline_memberships_survive_concurrent_releases(connected, kind, threads, rounds) -> None:
     fake, client = connected(kind)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from daemon_client.subscriptions.config import ConfigState
 from daemon_client.subscriptions.directory import ObservationState
 from daemon_client.subscriptions.lifecycle import (
     MEANINGS,
@@ -36,7 +37,7 @@ LEGAL = {
 }  # fmt: skip
 """Every allowed change of phase (staying in a phase is always allowed)."""
 
-FAMILIES: list[type[enum.Enum]] = [ObservationState, State, DirectoryState, StreamState]
+FAMILIES: list[type[enum.Enum]] = [ObservationState, State, DirectoryState, StreamState, ConfigState]
 
 
 class Subject:

@@ -139,7 +139,9 @@ class DirectoryNamespace(abc.ABC, Generic[R, M, E, H]):
         if handle is None:
             return
         self._before_update(handle, message)
-        handle.apply_update(None if change.removed else change.snapshot, message, self._context.dispatcher.invoke)
+        handle.apply_update(
+            None if change.removed else change.snapshot, message, self._context.dispatcher.errors.call_isolated
+        )
 
     def _before_update(self, handle: H, message: M) -> None:
         """Family-specific state a handle takes from an update before its listeners run."""
