@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.api.common.feature_gates import require_feature
 from daemon_client.errors import ProtocolError, check_reply
 from daemon_client.protocol.agents import AgentFeature
 from daemon_client.protocol.lenient import structure_each
-from daemon_client.protocol.provider_usage import ProviderUsageList, parse_usage
+from daemon_client.protocol.provider_usage import ProviderUsageList
+from daemon_client.protocol.requests import providers as providers_requests
 
 if TYPE_CHECKING:
     from daemon_client.api.agents.create import AgentConfig
     from daemon_client.runtime.context import ClientContext
 
-FEATURES = "list_provider_features_request"
-DIAGNOSTIC = "provider_diagnostic_request"
-USAGE = "provider.usage.list.request"
+FEATURES = providers_requests.LIST_FEATURES.type
+DIAGNOSTIC = providers_requests.DIAGNOSTIC.type
+USAGE = providers_requests.USAGE.type
 
 
 def draft_config(config: AgentConfig, cwd: str | None) -> dict[str, Any]:
@@ -68,5 +68,5 @@ def diagnostic(context: ClientContext, provider: str, timeout: float | None) -> 
 
 def list_usage(context: ClientContext, timeout: float | None) -> ProviderUsageList:
     """Every provider's subscription windows, balances and details (newer daemons)."""
-    require_feature(context.server_info, "providerUsageList", "list provider usage", "0.1.98")
-    return parse_usage(check_reply(context.request({"type": USAGE}, timeout=timeout), USAGE))
+    usage: ProviderUsageList = context.call(providers_requests.USAGE, timeout=timeout)
+    return usage
