@@ -55,10 +55,7 @@ class AgentControls:
         """The slash commands and skills the agent's session loaded (``list_commands_request``,
         30 s). Raises ``RpcError`` when the daemon reports an error (the agent is not loaded, or
         its provider cannot list commands), where the TypeScript SDK returns the error text."""
-        payload = self._context.request(
-            {"type": agents_requests.LIST_COMMANDS.type, "agentId": self.id}, timeout=timeout
-        )
-        check_reply(payload, agents_requests.LIST_COMMANDS.type)
+        payload = self._context.call(agents_requests.LIST_COMMANDS, {"agentId": self.id}, timeout)
         commands = payload.get("commands")
         return structure_each(commands if isinstance(commands, list) else None, AgentCommand, "commands")
 
@@ -118,10 +115,7 @@ class AgentControls:
         """Clear the agent's attention flag (``clear_agent_attention``, 15 s); returns its
         snapshot, ``None`` when the agent is not loaded. The daemon sends no reply at all when
         it fails: that surfaces as ``RequestTimeout``."""
-        payload = self._context.request(
-            {"type": agents_requests.CLEAR_ATTENTION.type, "agentId": self.id}, timeout=timeout
-        )
-        check_reply(payload, agents_requests.CLEAR_ATTENTION.type)
+        payload = self._context.call(agents_requests.CLEAR_ATTENTION, {"agentId": self.id}, timeout)
         cleared = structure(reply_fields(payload), AttentionCleared)
         mine = next((agent for agent in cleared.agents if agent.id == self.id), None)
         if mine is not None:
@@ -132,8 +126,7 @@ class AgentControls:
         """Delete the agent for good (``delete_agent_request``, 15 s): its runtime is closed and
         its stored record and timeline are removed. Unlike ``archive()`` this cannot be undone.
         The daemon deletes best-effort: an unknown agent is no error."""
-        payload = self._context.request({"type": agents_requests.DELETE.type, "agentId": self.id}, timeout=timeout)
-        check_reply(payload, agents_requests.DELETE.type)
+        self._context.call(agents_requests.DELETE, {"agentId": self.id}, timeout)
         self.removed = True
 
     def detach(self, *, timeout: float | None = None) -> SettingResult:

@@ -179,8 +179,7 @@ class AgentHandle(LocalHandle[AgentSnapshot], AgentControls):
         Older daemons never answer for an agent that is not loaded: that surfaces as
         ``RequestTimeout`` (nothing was running).
         """
-        payload = self._context.request({"type": agents_requests.CANCEL.type, "agentId": self.id}, timeout=timeout)
-        check_reply(payload, agents_requests.CANCEL.type)
+        payload = self._context.call(agents_requests.CANCEL, {"agentId": self.id}, timeout)
         agent = payload.get("agent")
         snapshot = structure_optional(agent, AgentSnapshot, "agent")
         if snapshot is not None:

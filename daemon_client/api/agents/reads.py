@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from daemon_client.errors import check_reply
 from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.lenient import structure_optional
@@ -23,8 +22,7 @@ def fetch_agent(
 ) -> tuple[AgentSnapshot | None, ProjectPlacement | None]:
     """One agent by ID, unique ID prefix or exact title, with its project placement; ``None`` for
     an agent the daemon does not know (``fetch_agent_request``)."""
-    payload = context.request({"type": agents_requests.FETCH_AGENT.type, "agentId": agent_id}, timeout=timeout)
-    check_reply(payload, agents_requests.FETCH_AGENT.type)
+    payload = context.call(agents_requests.FETCH_AGENT, {"agentId": agent_id}, timeout)
     agent = payload.get("agent")
     project = payload.get("project")
     snapshot = structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.errors import ProtocolError, check_reply
+from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentFeature
 from daemon_client.protocol.lenient import structure_each
 from daemon_client.protocol.provider_usage import ProviderUsageList
@@ -49,8 +49,7 @@ def list_features(
 ) -> tuple[AgentFeature, ...]:
     """The features an agent with ``config`` would offer; ``RpcError`` when the daemon reports
     an error (it then sends no ``features`` at all)."""
-    message = {"type": FEATURES, "draftConfig": draft_config(config, cwd)}
-    payload = check_reply(context.request(message, timeout=timeout), FEATURES)
+    payload = context.call(providers_requests.LIST_FEATURES, {"draftConfig": draft_config(config, cwd)}, timeout)
     features = payload.get("features")
     return structure_each(features if isinstance(features, list) else None, AgentFeature, "features")
 
@@ -59,7 +58,7 @@ def diagnostic(context: ClientContext, provider: str, timeout: float | None) -> 
     """A provider's diagnostic report: free text for humans (never parse it)."""
     if not isinstance(provider, str) or not provider:
         raise ValueError(f"provider must be a provider ID, got {provider!r}")
-    payload = check_reply(context.request({"type": DIAGNOSTIC, "provider": provider}, timeout=timeout), DIAGNOSTIC)
+    payload = context.call(providers_requests.DIAGNOSTIC, {"provider": provider}, timeout)
     text = payload.get("diagnostic")
     if not isinstance(text, str):
         raise ProtocolError(f"{DIAGNOSTIC} answered without a diagnostic text: {text!r:.200}")

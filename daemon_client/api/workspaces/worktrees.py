@@ -28,12 +28,12 @@ def list_worktrees(
     """The Paseo worktrees of a repository (``paseo_worktree_list_request``)."""
     if cwd is None and repo_root is None:
         raise ValueError("give cwd= (any path in the repository) or repo_root=")
-    message: dict[str, Any] = {"type": workspaces_requests.LIST_WORKTREES.type}
+    fields: dict[str, Any] = {}
     if cwd is not None:
-        message["cwd"] = cwd
+        fields["cwd"] = cwd
     if repo_root is not None:
-        message["repoRoot"] = repo_root
-    payload = check_reply(context.request(message, timeout=timeout), workspaces_requests.LIST_WORKTREES.type)
+        fields["repoRoot"] = repo_root
+    payload = context.call(workspaces_requests.LIST_WORKTREES, fields, timeout)
     worktrees = payload.get("worktrees")
     return structure_each(worktrees if isinstance(worktrees, list) else None, WorktreeInfo, "worktrees")
 
