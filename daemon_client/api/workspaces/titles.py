@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from daemon_client.api.common.feature_gates import require_feature
-from daemon_client.api.workspaces.create import MULTIPLICITY, MULTIPLICITY_VERSION
 from daemon_client.errors import check_reply
 from daemon_client.protocol.requests import workspaces as workspaces_requests
 
@@ -18,7 +16,7 @@ if TYPE_CHECKING:
 
 def set_title(context: ClientContext, workspace_id: str, title: str | None, timeout: float | None) -> str | None:
     """Set or clear (``None``) a workspace's user title; returns the title the daemon kept."""
-    require_feature(context.server_info, MULTIPLICITY, "set workspace titles", MULTIPLICITY_VERSION)
+    context.check_host(workspaces_requests.SET_TITLE)
     if title is not None and not isinstance(title, str):
         raise ValueError(f"title must be a string or None, not {type(title).__name__}")
     wire = (title.strip() or None) if title is not None else None

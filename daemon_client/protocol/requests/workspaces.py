@@ -28,7 +28,7 @@ CREATE = RequestSpec(
 )  # fmt: skip
 SET_TITLE = RequestSpec(
     "workspace.title.set.request", _F, timeout=TimeoutClass.READ, required=("workspaceId", "title"),
-    api="client.workspaces.set_title()",
+    feature=FeatureGate("workspaceMultiplicity", "set workspace titles", "0.1.97"), api="client.workspaces.set_title()",
 )  # fmt: skip
 CREATE_WORKTREE = RequestSpec(
     "create_paseo_worktree_request", _F, timeout=TimeoutClass.LONG_WORK, required=("cwd",),
