@@ -106,7 +106,7 @@ def test_the_request_table_has_one_row_per_declaration() -> None:
     rows = [line for line in request_table().splitlines() if line.startswith("| ") and "`" in line]
     assert len(rows) == len(CATALOG)
     labels = next(row for row in rows if "workspace.label.list.request" in row)
-    assert "`features.workspaceLabels` (0.5.0+) | capable | `client.workspaces.labels()`" in labels
+    assert "`features.workspaceLabels` (0.5.0+) | capable, selective | `client.workspaces.labels()`" in labels
     assert any("`status` `agent_create_failed` / `agent_created`" in row for row in rows)
     assert any("| client default |" in row for row in rows)
 

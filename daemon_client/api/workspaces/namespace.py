@@ -251,7 +251,7 @@ class WorkspacesNamespace(
     def labels(self, *, timeout: float | None = None) -> WorkspaceLabelCatalog:
         """The workspace label catalog: every label's name and colour
         (``workspace.label.list.request``, 15 s). Needs ``features.workspaceLabels`` (Paseo
-        0.5.0, capable hosts): other hosts raise ``UnsupportedByHost`` without sending."""
+        0.5.0; never on broadcast-only hosts): other hosts raise ``UnsupportedByHost`` without sending."""
         catalog: WorkspaceLabelCatalog = self._context.call(workspaces_requests.LIST_LABELS, timeout=timeout)
         return catalog
 

@@ -6,8 +6,7 @@ Declarations only (see :mod:`daemon_client.protocol.requests.spec`); read from a
 
 from __future__ import annotations
 
-from daemon_client.protocol.hosts import HostKind
-from daemon_client.protocol.requests.spec import FeatureGate, RequestSpec, TimeoutClass
+from daemon_client.protocol.requests.spec import NEWER_HOSTS, FeatureGate, RequestSpec, TimeoutClass
 from daemon_client.protocol.workspace_labels import parse_label_catalog
 
 _F = "workspaces"
@@ -43,7 +42,7 @@ LIST_WORKTREES = RequestSpec(
 LIST_LABELS = RequestSpec(
     "workspace.label.list.request", _F, timeout=TimeoutClass.READ, parse=parse_label_catalog,
     feature=FeatureGate("workspaceLabels", "list workspace labels", "0.5.0"),
-    hosts=frozenset({HostKind.CAPABLE}), api="client.workspaces.labels()",
+    hosts=NEWER_HOSTS, api="client.workspaces.labels()",
 )  # fmt: skip
 
 REQUESTS = (

@@ -8,8 +8,9 @@ Handlers of ``create_paseo_worktree_request``, ``paseo_worktree_list_request`` a
 refused in its reply on broadcast (0.1.65-like) hosts (``"Use worktree archive for Paseo
 worktrees"``) and archives the worktree on newer hosts; other workspaces are archived by the
 directory's own handler. ``workspace.label.list.request`` answers with
-:attr:`FakeWorktrees.labels` on the hosts its declaration names (capable hosts with
-``features.workspaceLabels``); elsewhere it is unknown (``unknown_schema``).
+:attr:`FakeWorktrees.labels` on the hosts its declaration names (capable and selective hosts
+with ``features.workspaceLabels``, which only capable fakes report by default); elsewhere it
+is unknown (``unknown_schema``).
 
 Worktrees live in ``/home/dev/.paseo/worktrees/<8 hex>/<slug>`` of a repository in
 :attr:`FakeWorktrees.repositories` (any path inside one is accepted as ``cwd``); a new worktree's

@@ -24,7 +24,7 @@ def _sent(fake: FakeDaemon) -> int:
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_label_catalog_on_every_host_kind(connected: Connected, kind: str) -> None:
     fake, client = connected(kind)
-    if kind != "capable":  # the catalog came with features.workspaceLabels (0.5.0), on capable hosts
+    if kind != "capable":  # features.workspaceLabels came in 0.5.0: the default selective fake (0.1.108) lacks it
         with pytest.raises(dc.UnsupportedByHost, match="list workspace labels") as caught:
             client.workspaces.labels()
         assert (caught.value.feature, caught.value.version) == ("workspaceLabels", "0.5.0")
@@ -53,9 +53,15 @@ def test_a_capable_host_without_the_flag_is_refused_before_sending(connected: Co
     assert _sent(fake) == 0
 
 
-def test_a_selective_host_that_reports_the_flag_is_still_refused(connected: Connected) -> None:
-    fake, client = connected("selective", features={"workspaceLabels": True})
-    with pytest.raises(dc.UnsupportedByHost, match=r"capable hosts only; Paseo 0\.1\.108 is a selective host"):
+def test_a_selective_host_with_the_flag_has_the_catalog(connected: Connected) -> None:
+    fake, client = connected("selective", version="0.6.0", features={"workspaceLabels": True})
+    assert client.workspaces.labels().names() == ("Review", "Blocked")
+    assert _sent(fake) == 1
+
+
+def test_a_broadcast_host_that_reports_the_flag_is_still_refused(connected: Connected) -> None:
+    fake, client = connected("broadcast", features={"workspaceLabels": True})
+    with pytest.raises(dc.UnsupportedByHost, match=r"capable, selective hosts only; Paseo 0\.1\.65-beta\.5 is a"):
         client.workspaces.labels()
     assert _sent(fake) == 0
 
