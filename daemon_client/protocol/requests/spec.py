@@ -110,6 +110,7 @@ class RequestSpec(Record):
     """
 
     __slots__ = (
+        "_gated",
         "api",
         "family",
         "feature",
@@ -122,6 +123,9 @@ class RequestSpec(Record):
         "type",
     )
 
+    _unshown = frozenset({"_gated"})
+
+    _gated: bool
     type: str
     family: str
     reply: ReplyMatcher
@@ -157,6 +161,7 @@ class RequestSpec(Record):
         self.required = required
         self.request_id_optional = request_id_optional
         self.api = api
+        self._gated = feature is not None or hosts != ALL_HOSTS
 
     def message(self, **fields: Any) -> dict[str, Any]:
         """The session message of this request: ``type`` and ``fields`` (``None`` values left out)."""
@@ -173,7 +178,7 @@ class RequestSpec(Record):
         kind is not among :attr:`hosts`, or it does not report :attr:`feature`), before
         anything is sent; :class:`NotConnected` when there is no connection to ask and the
         request is gated at all."""
-        if self.feature is None and self.hosts == ALL_HOSTS:
+        if not self._gated:
             return
         what = self.feature.what if self.feature is not None else f"send {self.type}"
         if features is None:
