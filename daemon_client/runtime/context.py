@@ -85,7 +85,7 @@ class ClientContext:
         self.check_host(spec)
         message = {"type": spec.type, **fields} if fields else {"type": spec.type}
         payload = check_reply(self.request(message, timeout), spec.type)
-        parse = spec.parse
+        parse = spec.parser()
         return parse(payload) if parse is not None else payload
 
     def send_message(self, message: Mapping[str, Any]) -> None:

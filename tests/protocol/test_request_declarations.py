@@ -4,6 +4,7 @@ daemon's registrations by declaration."""
 
 from __future__ import annotations
 
+import json
 import types
 
 import pytest
@@ -22,6 +23,7 @@ from daemon_client.protocol.requests import (
     spec_for,
 )
 from daemon_client.protocol.requests import workspaces as workspace_requests
+from daemon_client.protocol.workspace_labels import parse_label_catalog
 from daemon_client.testing.fake.engine.handlers import KNOWN_REQUESTS, HandlerRegistry, reply_type_for
 
 GATED = RequestSpec(
@@ -77,6 +79,15 @@ def test_a_declaration_fills_in_its_reply_and_builds_its_message() -> None:
     assert spec.hosts == ALL_HOSTS
     assert spec.message(id="t", cursor=None) == {"type": "thing.get.request", "id": "t"}
     assert TimeoutClass.READ.seconds == 15.0
+
+
+def test_a_parser_is_imported_on_first_use_and_kept() -> None:
+    spec = RequestSpec("thing.read.request", "test", parse="json:loads")
+    parser = spec.parser()
+    assert parser is json.loads
+    assert spec.parser() is parser
+    assert RequestSpec("plain_request", "test").parser() is None
+    assert workspace_requests.LIST_LABELS.parser() is parse_label_catalog
 
 
 def test_a_host_lacking_a_declared_request_is_told_before_sending() -> None:

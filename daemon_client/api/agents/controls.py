@@ -149,7 +149,7 @@ class AgentControls:
         0.1.102); a cursor needs ``features.agentForkContextCursor`` (0.1.108). Raises
         ``UnsupportedByHost`` without sending, ``RpcError`` when the daemon reports an error."""
         self._context.check_host(agents_requests.FORK_CONTEXT)
-        message: dict[str, Any] = {"type": FORK_CONTEXT, "agentId": self.id}
+        message: dict[str, Any] = {"agentId": self.id}
         if boundary_cursor is not None:
             cursor = agents_requests.FORK_CONTEXT_CURSOR
             require_feature(self._context.server_info, cursor.flag, cursor.what, cursor.version)
@@ -157,8 +157,7 @@ class AgentControls:
         if boundary_message_id is not None:
             _check_text(boundary_message_id, "boundary_message_id")
             message["boundaryMessageId"] = boundary_message_id
-        payload = self._context.request(message, timeout=timeout)
-        check_reply(payload, FORK_CONTEXT)
+        payload = self._context.call(agents_requests.FORK_CONTEXT, message, timeout)
         return structure(reply_fields(payload), ForkContext)
 
     def _setting(self, request_type: str, fields: Mapping[str, Any], timeout: float | None) -> SettingResult:

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from daemon_client.errors import RequestTimeout, RpcError, check_reply
+from daemon_client.errors import RequestTimeout, RpcError
 from daemon_client.protocol.requests import terminals as terminals_requests
 from daemon_client.protocol.terminal_frames import encode_input, encode_resize
 from daemon_client.protocol.terminals import (
@@ -144,8 +144,7 @@ class TerminalHandle:
         """Kill the terminal's process. The daemon confirms even for a terminal already gone;
         raises ``RpcError`` only when it has no terminal support. ``current()`` is then ``None``."""
         request = terminals_requests.KILL.type
-        payload = self._context.request({"type": request, "terminalId": self.id}, timeout)
-        check_reply(payload, request)
+        payload = self._context.call(terminals_requests.KILL, {"terminalId": self.id}, timeout)
         if payload.get("success") is not True:
             raise RpcError(
                 f"Failed to kill terminal {self.id}",

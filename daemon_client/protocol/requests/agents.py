@@ -20,7 +20,7 @@ FETCH_AGENT = RequestSpec("fetch_agent_request", _F, timeout=_R, required=("agen
 FETCH_AGENT_HISTORY = RequestSpec("fetch_agent_history_request", _F, timeout=_R)
 FETCH_TIMELINE = RequestSpec(
     "fetch_agent_timeline_request", _F, timeout=TimeoutClass.SLOW_READ, required=("agentId",),
-    api="agent.timeline.fetch()",
+    parse="daemon_client.protocol.timeline:parse_page", api="agent.timeline.fetch()",
 )  # fmt: skip
 CREATE_LEGACY = RequestSpec(
     "create_agent_request", _F, reply=_status("agent_created", "agent_create_failed"),

@@ -5,7 +5,6 @@ Declarations only (see :mod:`daemon_client.protocol.requests.spec`); read from a
 
 from __future__ import annotations
 
-from daemon_client.protocol.provider_usage import parse_usage
 from daemon_client.protocol.requests.spec import FeatureGate, RequestSpec, TimeoutClass
 
 _F = "providers"
@@ -35,7 +34,8 @@ DIAGNOSTIC = RequestSpec(
     api="client.providers.diagnostic()",
 )  # fmt: skip
 USAGE = RequestSpec(
-    "provider.usage.list.request", _F, timeout=TimeoutClass.WORK, parse=parse_usage,
+    "provider.usage.list.request", _F, timeout=TimeoutClass.WORK,
+    parse="daemon_client.protocol.provider_usage:parse_usage",
     feature=FeatureGate("providerUsageList", "list provider usage", "0.1.98"), api="client.providers.list_usage()",
 )  # fmt: skip
 

@@ -9,6 +9,7 @@ it. Pure values, built at import and never changed; read from any thread.
 from __future__ import annotations
 
 import enum
+import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -103,14 +104,17 @@ class FeatureGate(Record):
 class RequestSpec(Record):
     """One request, declared once. Slotted and never changed once built.
 
-    ``timeout`` ``None`` means the client's ``request_timeout``; ``parse`` turns a checked reply
-    payload into the API's result (``None``: the API method reads the payload itself);
+    ``timeout`` ``None`` means the client's ``request_timeout``; ``parse`` names
+    (``"module:function"``) the function that turns a checked reply payload into the API's
+    result (``None``: the API method reads the payload itself), imported on first use so that
+    declaring a request loads none of its models;
     ``required`` lists the fields besides ``requestId`` the daemon insists on;
     ``api`` names the public call that sends it (for the request table).
     """
 
     __slots__ = (
         "_gated",
+        "_parser",
         "api",
         "family",
         "feature",
@@ -123,14 +127,15 @@ class RequestSpec(Record):
         "type",
     )
 
-    _unshown = frozenset({"_gated"})
+    _unshown = frozenset({"_gated", "_parser"})
 
     _gated: bool
+    _parser: Callable[[dict[str, Any]], Any] | None
     type: str
     family: str
     reply: ReplyMatcher
     timeout: TimeoutClass | None
-    parse: Callable[[dict[str, Any]], Any] | None
+    parse: str | None
     feature: FeatureGate | None
     hosts: frozenset[HostKind]
     required: tuple[str, ...]
@@ -144,7 +149,7 @@ class RequestSpec(Record):
         *,
         reply: ReplyMatcher | None = None,
         timeout: TimeoutClass | None = None,
-        parse: Callable[[dict[str, Any]], Any] | None = None,
+        parse: str | None = None,
         feature: FeatureGate | None = None,
         hosts: frozenset[HostKind] = ALL_HOSTS,
         required: tuple[str, ...] = (),
@@ -162,6 +167,15 @@ class RequestSpec(Record):
         self.request_id_optional = request_id_optional
         self.api = api
         self._gated = feature is not None or hosts != ALL_HOSTS
+        self._parser = None
+
+    def parser(self) -> Callable[[dict[str, Any]], Any] | None:
+        """The reply parser :attr:`parse` names, imported once (``None``: no parser)."""
+        parser = self._parser
+        if parser is None and self.parse is not None:
+            module, _, name = self.parse.partition(":")
+            parser = self._parser = getattr(importlib.import_module(module), name)
+        return parser
 
     def message(self, **fields: Any) -> dict[str, Any]:
         """The session message of this request: ``type`` and ``fields`` (``None`` values left out)."""

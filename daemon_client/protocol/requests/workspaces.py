@@ -7,7 +7,6 @@ Declarations only (see :mod:`daemon_client.protocol.requests.spec`); read from a
 from __future__ import annotations
 
 from daemon_client.protocol.requests.spec import NEWER_HOSTS, FeatureGate, RequestSpec, TimeoutClass
-from daemon_client.protocol.workspace_labels import parse_label_catalog
 
 _F = "workspaces"
 
@@ -40,7 +39,8 @@ LIST_WORKTREES = RequestSpec(
     "paseo_worktree_list_request", _F, timeout=TimeoutClass.SLOW_READ, api="client.workspaces.worktrees()"
 )
 LIST_LABELS = RequestSpec(
-    "workspace.label.list.request", _F, timeout=TimeoutClass.READ, parse=parse_label_catalog,
+    "workspace.label.list.request", _F, timeout=TimeoutClass.READ,
+    parse="daemon_client.protocol.workspace_labels:parse_label_catalog",
     feature=FeatureGate("workspaceLabels", "list workspace labels", "0.5.0"),
     hosts=NEWER_HOSTS, api="client.workspaces.labels()",
 )  # fmt: skip
