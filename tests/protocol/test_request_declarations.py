@@ -5,7 +5,10 @@ daemon's registrations by declaration."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +144,17 @@ def test_the_fake_serves_a_declared_request_only_where_the_declaration_has_it() 
     assert registry.handler_for(GATED.type) is None
     assert registry.serve(GATED, handler, host_kind=HostKind.CAPABLE, features={"thingList": True})
     assert registry.handler_for(GATED.type) is handler
+
+
+def test_declaring_the_requests_loads_none_of_their_models() -> None:
+    code = (
+        "import sys, daemon_client.protocol.replies\n"
+        "loaded = [name for name in ('daemon_client.protocol.timeline', 'daemon_client.protocol.provider_usage',"
+        " 'daemon_client.protocol.workspace_labels') if name in sys.modules]\n"
+        "print(','.join(loaded))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60, cwd=root
+    )
+    assert done.stdout.strip() == ""
