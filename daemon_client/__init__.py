@@ -130,6 +130,8 @@ if TYPE_CHECKING:
     from daemon_client.protocol.timeline import UnknownItem as UnknownItem
     from daemon_client.protocol.timeline import UserMessage as UserMessage
     from daemon_client.protocol.timeline import join_messages as join_messages
+    from daemon_client.protocol.workspace_labels import WorkspaceLabel as WorkspaceLabel
+    from daemon_client.protocol.workspace_labels import WorkspaceLabelCatalog as WorkspaceLabelCatalog
     from daemon_client.protocol.workspaces import WorkspaceDescriptor as WorkspaceDescriptor
     from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor as WorkspaceProjectDescriptor
     from daemon_client.protocol.worktrees import Worktree as Worktree
@@ -274,6 +276,8 @@ _LAZY: dict[str, str] = {
     "WorkspaceDescriptor": "daemon_client.protocol.workspaces",
     "WorkspaceFilter": "daemon_client.protocol.directory",
     "WorkspaceHandle": "daemon_client.api.workspaces.namespace",
+    "WorkspaceLabel": "daemon_client.protocol.workspace_labels",
+    "WorkspaceLabelCatalog": "daemon_client.protocol.workspace_labels",
     "WorkspaceListResult": "daemon_client.protocol.directory",
     "WorkspaceProjectDescriptor": "daemon_client.protocol.workspaces",
     "WorkspaceTerminals": "daemon_client.api.terminals.namespace",

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from daemon_client.errors import RpcError, UnknownConfigKeys, check_reply
 from daemon_client.protocol.config import DaemonConfig, parse_config, unapplied_patch_keys, unknown_patch_keys
+from daemon_client.protocol.requests import config as config_requests
 from daemon_client.subscriptions.config import ConfigManager, ConfigSubscription
 
 if TYPE_CHECKING:
     from daemon_client.runtime.context import ClientContext
 
-GET = "get_daemon_config_request"
-SET = "set_daemon_config_request"
+GET = config_requests.GET.type
+SET = config_requests.SET.type
 NOT_APPLIED = "config_not_applied"
 
 

@@ -18,6 +18,7 @@ import attrs
 from daemon_client.errors import DaemonClientError, UnsupportedByHost
 from daemon_client.protocol.directory import Page
 from daemon_client.protocol.projects import ProjectList, ProjectUpdate, parse_list, parse_update
+from daemon_client.protocol.requests import projects as projects_requests
 from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor
 from daemon_client.runtime.registrations import Registrations
 from daemon_client.subscriptions.events import EventManager, EventSubscription
@@ -65,7 +66,7 @@ class ProjectsNamespace:
         """
         if self._context.server_info is not None and not self._has_project_list():
             return self._derive(timeout)
-        message: dict[str, Any] = {"type": "project.list.request"}
+        message: dict[str, Any] = {"type": projects_requests.LIST.type}
         if sync is not None:
             message["sync"] = sync
         return parse_list(self._context.request(message, timeout=timeout))

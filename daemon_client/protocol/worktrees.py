@@ -14,8 +14,10 @@ from typing import Any
 
 import attrs
 
-NEWEST_CREATE = "workspace.create.request"
-LEGACY_WORKTREE_CREATE = "create_paseo_worktree_request"
+from daemon_client.protocol.requests import workspaces as workspaces_requests
+
+NEWEST_CREATE = workspaces_requests.CREATE.type
+LEGACY_WORKTREE_CREATE = workspaces_requests.CREATE_WORKTREE.type
 
 
 @attrs.frozen

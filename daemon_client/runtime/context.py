@@ -13,9 +13,11 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
+from daemon_client.errors import check_reply
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionMessage
 from daemon_client.protocol.replies import default_timeout_for
+from daemon_client.protocol.requests.spec import RequestSpec
 from daemon_client.runtime.connection import Connection
 from daemon_client.runtime.dispatch import Dispatcher
 from daemon_client.runtime.pushes import PushRegistry
@@ -65,6 +67,26 @@ class ClientContext:
         except FutureTimeout:
             self._requests.expire(str(message["requestId"]))
             return future.result(0)
+
+    def check_host(self, spec: RequestSpec) -> None:
+        """Raise ``UnsupportedByHost`` when the connected host lacks ``spec`` (by its declaration:
+        host kinds and feature flag), before anything is sent."""
+        info = self._connection.server_info
+        spec.check_host(
+            self._connection.host_kind,
+            info.features if info is not None else None,
+            info.version if info is not None else None,
+        )
+
+    def call(self, spec: RequestSpec, fields: Mapping[str, Any] | None = None, timeout: float | None = None) -> Any:
+        """Send the declared request ``spec`` with ``fields`` and return its reply: gated by
+        :meth:`check_host`, checked for a reported error, then read by the declaration's
+        parser (the checked payload itself when it has none)."""
+        self.check_host(spec)
+        message = {"type": spec.type, **fields} if fields else {"type": spec.type}
+        payload = check_reply(self.request(message, timeout), spec.type)
+        parse = spec.parser()
+        return parse(payload) if parse is not None else payload
 
     def send_message(self, message: Mapping[str, Any]) -> None:
         """Send a session message that has no reply (fire and forget)."""

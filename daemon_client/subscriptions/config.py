@@ -40,6 +40,7 @@ from daemon_client.errors import (
 )
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import SessionMessage
+from daemon_client.protocol.requests import config as config_requests
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.requests import CallbackFuture
 from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, control_timeout, move
@@ -47,7 +48,7 @@ from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, contr
 _log = logging.getLogger("daemon_client.subscriptions.config")
 
 CHANGED_STATUS = "daemon_config_changed"
-READ_REQUEST = "get_daemon_config_request"
+READ_REQUEST = config_requests.GET.type
 
 C = TypeVar("C")
 

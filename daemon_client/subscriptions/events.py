@@ -15,13 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from daemon_client.protocol.models import SessionMessage
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.subscriptions.flow import Lag, LagSummary
 from daemon_client.subscriptions.membership import Membership, MembershipFamily, MembershipManager, deliver
 
 _log = logging.getLogger("daemon_client.subscriptions.events")
 EVENTS = MembershipFamily(
     name="event",
-    request_type="session.events.set_subscription.request",
+    request_type=subscriptions_requests.SESSION_EVENTS.type,
     key_field="events",
     union_feature="explicitEventSubscriptions",
 )

@@ -38,12 +38,13 @@ from daemon_client.errors import ConnectionUnavailable, DaemonClientError, Reque
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo
 from daemon_client.protocol.replies import CLOSE_RELEASE_TIMEOUT, default_timeout_for
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.runtime.dispatch import Dispatcher
 from daemon_client.subscriptions.flow import FlowPolicy
 
 _log = logging.getLogger("daemon_client.subscriptions")
 
-RELEASE_REQUEST = "subscription.release.request"
+RELEASE_REQUEST = subscriptions_requests.RELEASE.type
 """Ends one server-side subscription of a capable host (protocol.md 3.2)."""
 
 LOCAL_ID_PREFIX = "legacy:"

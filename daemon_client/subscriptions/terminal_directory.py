@@ -34,6 +34,7 @@ import attrs
 from daemon_client.errors import ClientClosed, ConnectionUnavailable, SubscriptionReleased
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import SessionMessage
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.protocol.terminals import TerminalsChanged, parse_terminals_changed
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.requests import CallbackFuture
@@ -169,7 +170,7 @@ class TerminalDirectoryManager:
                 move(sub, DirectoryState.ASKED)
         if ask:
             try:
-                self._send(sub.key.message("subscribe_terminals_request"))
+                self._send(sub.key.message(subscriptions_requests.TERMINAL_DIRECTORY.type))
             except ConnectionUnavailable:
                 with self._lock:
                     if sub.state is DirectoryState.ASKED:
@@ -244,7 +245,7 @@ class TerminalDirectoryManager:
             keys = list(dict.fromkeys(sub.key for sub in self._subs))
         for key in keys:
             try:
-                self._send(key.message("subscribe_terminals_request"), direct=True)
+                self._send(key.message(subscriptions_requests.TERMINAL_DIRECTORY.type), direct=True)
             except ConnectionUnavailable as exc:
                 _log.debug("terminal directory %r not asked again: %s", key, exc)
                 return

@@ -44,6 +44,7 @@ from daemon_client.errors import (
 )
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import SessionMessage
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.protocol.terminal_frames import OUTPUT, SNAPSHOT, decode_output, decode_terminal_frame
 from daemon_client.protocol.terminals import TerminalState, parse_terminal_state
 from daemon_client.runtime.dispatch import CountedJob
@@ -55,7 +56,7 @@ from daemon_client.subscriptions.terminal_search import DEFAULT_WINDOW
 
 _log = logging.getLogger("daemon_client.subscriptions.terminal_streams")
 
-SUBSCRIBE_REQUEST = "subscribe_terminal_request"
+SUBSCRIBE_REQUEST = subscriptions_requests.TERMINAL_STREAM.type
 UNSUBSCRIBE_MESSAGE = "unsubscribe_terminal_request"
 EXIT_PUSH = "terminal_stream_exit"
 NOT_FOUND = "Terminal not found"

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from daemon_client.protocol.models import SessionMessage
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.protocol.timeline import (
     Lagged,
     Replacement,
@@ -40,7 +41,7 @@ _LIVE = State.LIVE
 TimelineAck = MembershipAck
 TIMELINE = MembershipFamily(
     name="timeline",
-    request_type="agent.timeline.set_subscription.request",
+    request_type=subscriptions_requests.TIMELINE_MEMBERSHIP.type,
     key_field="agentIds",
     union_feature="selectiveAgentTimeline",
     key_in_payload="agentId",

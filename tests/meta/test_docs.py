@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import itertools
 import re
@@ -206,3 +207,15 @@ def test_the_reference_check_sees_what_classes_hand_out() -> None:
     assert ("runs", FakeRuns) in set(_handed_out(daemon_client.testing.FakeDaemon))
     assert "daemon_client.testing.RecordingHandler" in public_paths()
     assert "daemon_client.Client" in documented()
+
+
+def test_the_request_table_is_the_one_the_declarations_make() -> None:
+    spec = importlib.util.spec_from_file_location("request_table", DOCS / "_tooling" / "request_table.py")
+    assert spec is not None
+    assert spec.loader is not None
+    tooling = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tooling)
+    page = (DOCS / "requests.md").read_text(encoding="utf-8")
+    assert page == tooling.render(page), "run python docs/_tooling/request_table.py"
+    with pytest.raises(ValueError, match="markers"):
+        tooling.render("# no table here\n")

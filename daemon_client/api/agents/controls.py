@@ -24,13 +24,14 @@ from daemon_client.protocol.agent_settings import (
 )
 from daemon_client.protocol.agents import AgentSnapshot
 from daemon_client.protocol.lenient import structure, structure_each
+from daemon_client.protocol.requests import agents as agents_requests
 
 if TYPE_CHECKING:
     from daemon_client.protocol.timeline import TimelineCursor
     from daemon_client.runtime.context import ClientContext
 
-DETACH = "agent.detach.request"
-FORK_CONTEXT = "agent.fork_context.request"
+DETACH = agents_requests.DETACH.type
+FORK_CONTEXT = agents_requests.FORK_CONTEXT.type
 
 
 class AgentControls:
@@ -54,8 +55,7 @@ class AgentControls:
         """The slash commands and skills the agent's session loaded (``list_commands_request``,
         30 s). Raises ``RpcError`` when the daemon reports an error (the agent is not loaded, or
         its provider cannot list commands), where the TypeScript SDK returns the error text."""
-        payload = self._context.request({"type": "list_commands_request", "agentId": self.id}, timeout=timeout)
-        check_reply(payload, "list_commands_request")
+        payload = self._context.call(agents_requests.LIST_COMMANDS, {"agentId": self.id}, timeout)
         commands = payload.get("commands")
         return structure_each(commands if isinstance(commands, list) else None, AgentCommand, "commands")
 
@@ -63,27 +63,27 @@ class AgentControls:
         """Switch the agent's mode (``set_agent_mode_request``, 15 s; one of its
         ``available_modes``). ``accepted: false`` raises ``RpcError``."""
         _check_text(mode_id, "mode_id")
-        return self._setting("set_agent_mode_request", {"modeId": mode_id}, timeout)
+        return self._setting(agents_requests.SET_MODE.type, {"modeId": mode_id}, timeout)
 
     def set_model(self, model: str | None, *, timeout: float | None = None) -> SettingResult:
         """Switch the agent's model (``set_agent_model_request``, 15 s); ``None`` restores the
         provider's default model."""
         if model is not None:
             _check_text(model, "model")
-        return self._setting("set_agent_model_request", {"modelId": model}, timeout)
+        return self._setting(agents_requests.SET_MODEL.type, {"modelId": model}, timeout)
 
     def set_thinking(self, option_id: str | None, *, timeout: float | None = None) -> SettingResult:
         """Choose the model's thinking option (``set_agent_thinking_request``, 15 s); ``None``
         clears it. Not gated on ``features.agentThinkingUpdate``: 0.1.65 handles it too."""
         if option_id is not None:
             _check_text(option_id, "option_id")
-        return self._setting("set_agent_thinking_request", {"thinkingOptionId": option_id}, timeout)
+        return self._setting(agents_requests.SET_THINKING.type, {"thinkingOptionId": option_id}, timeout)
 
     def set_feature(self, feature_id: str, value: Any, *, timeout: float | None = None) -> SettingResult:
         """Set a provider feature of the agent (one of its ``features``; ``value`` is any JSON
         value, a bool for toggles). A provider without feature support refuses (``RpcError``)."""
         _check_text(feature_id, "feature_id")
-        return self._setting("set_agent_feature_request", {"featureId": feature_id, "value": value}, timeout)
+        return self._setting(agents_requests.SET_FEATURE.type, {"featureId": feature_id, "value": value}, timeout)
 
     def update(
         self, *, title: str | None = None, labels: Mapping[str, str] | None = None, timeout: float | None = None
@@ -109,14 +109,13 @@ class AgentControls:
                 message["labels"] = dict(labels)
         if not message:
             raise ValueError("nothing to update: give title= and/or non-empty labels=")
-        return self._setting("update_agent_request", message, timeout)
+        return self._setting(agents_requests.UPDATE.type, message, timeout)
 
     def clear_attention(self, *, timeout: float | None = None) -> AgentSnapshot | None:
         """Clear the agent's attention flag (``clear_agent_attention``, 15 s); returns its
         snapshot, ``None`` when the agent is not loaded. The daemon sends no reply at all when
         it fails: that surfaces as ``RequestTimeout``."""
-        payload = self._context.request({"type": "clear_agent_attention", "agentId": self.id}, timeout=timeout)
-        check_reply(payload, "clear_agent_attention")
+        payload = self._context.call(agents_requests.CLEAR_ATTENTION, {"agentId": self.id}, timeout)
         cleared = structure(reply_fields(payload), AttentionCleared)
         mine = next((agent for agent in cleared.agents if agent.id == self.id), None)
         if mine is not None:
@@ -127,15 +126,14 @@ class AgentControls:
         """Delete the agent for good (``delete_agent_request``, 15 s): its runtime is closed and
         its stored record and timeline are removed. Unlike ``archive()`` this cannot be undone.
         The daemon deletes best-effort: an unknown agent is no error."""
-        payload = self._context.request({"type": "delete_agent_request", "agentId": self.id}, timeout=timeout)
-        check_reply(payload, "delete_agent_request")
+        self._context.call(agents_requests.DELETE, {"agentId": self.id}, timeout)
         self.removed = True
 
     def detach(self, *, timeout: float | None = None) -> SettingResult:
         """Remove the agent's parent link, so archiving the former parent no longer archives it
         (``agent.detach.request``). Needs ``features.agentDetach`` (Paseo 0.1.98): older hosts
         have no parentage and raise ``UnsupportedByHost`` without sending."""
-        require_feature(self._context.server_info, "agentDetach", "detach agents", "0.1.98")
+        self._context.check_host(agents_requests.DETACH)
         return self._setting(DETACH, {}, timeout)
 
     def fork_context(
@@ -150,16 +148,16 @@ class AgentControls:
         ``boundary_cursor`` (default: everything). Needs ``features.agentForkContext`` (Paseo
         0.1.102); a cursor needs ``features.agentForkContextCursor`` (0.1.108). Raises
         ``UnsupportedByHost`` without sending, ``RpcError`` when the daemon reports an error."""
-        info = require_feature(self._context.server_info, "agentForkContext", "fork agent context", "0.1.102")
-        message: dict[str, Any] = {"type": FORK_CONTEXT, "agentId": self.id}
+        self._context.check_host(agents_requests.FORK_CONTEXT)
+        message: dict[str, Any] = {"agentId": self.id}
         if boundary_cursor is not None:
-            require_feature(info, "agentForkContextCursor", "fork agent context at a cursor", "0.1.108")
+            cursor = agents_requests.FORK_CONTEXT_CURSOR
+            require_feature(self._context.server_info, cursor.flag, cursor.what, cursor.version)
             message["boundaryCursor"] = boundary_cursor.to_wire()
         if boundary_message_id is not None:
             _check_text(boundary_message_id, "boundary_message_id")
             message["boundaryMessageId"] = boundary_message_id
-        payload = self._context.request(message, timeout=timeout)
-        check_reply(payload, FORK_CONTEXT)
+        payload = self._context.call(agents_requests.FORK_CONTEXT, message, timeout)
         return structure(reply_fields(payload), ForkContext)
 
     def _setting(self, request_type: str, fields: Mapping[str, Any], timeout: float | None) -> SettingResult:

@@ -17,6 +17,7 @@ from daemon_client.errors import AgentCreateError, UnsupportedByHost
 from daemon_client.protocol.agents import AgentSnapshot
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.models import ServerInfo
+from daemon_client.protocol.requests import agents as agents_requests
 
 
 @attrs.frozen
@@ -88,7 +89,7 @@ def build_create_message(
     if background is not None and not (info is not None and info.feature("backgroundWorkspaces")):
         raise UnsupportedByHost("Update the host to use background workspaces.")
     message: dict[str, Any] = {
-        "type": "agent.create.request" if lifecycle else "create_agent_request",
+        "type": agents_requests.CREATE.type if lifecycle else agents_requests.CREATE_LEGACY.type,
         "config": config.to_wire(directory, title),
     }
     if prompt and prompt.strip():
@@ -128,7 +129,7 @@ def _receipts_allowed(info: ServerInfo | None, message: Mapping[str, Any]) -> bo
 def created_agent(message_type: str, payload: Mapping[str, Any]) -> AgentSnapshot:
     """The created agent from a create reply; ``AgentCreateError`` if creation failed."""
     request_id = payload.get("requestId")
-    if message_type == "agent.create.request":
+    if message_type == agents_requests.CREATE.type:
         agent = payload.get("agent")
         if payload.get("error") or not isinstance(agent, Mapping):
             creation = payload.get("creation")

@@ -24,6 +24,7 @@ from daemon_client.errors import RequestTimeout, check_reply
 from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.lenient import structure_optional
 from daemon_client.protocol.models import SessionMessage
+from daemon_client.protocol.requests import agents as agents_requests
 
 if TYPE_CHECKING:
     from daemon_client.runtime.context import ClientContext
@@ -113,7 +114,7 @@ class AgentHandle(LocalHandle[AgentSnapshot], AgentControls):
         message's ``messageId``. A running turn is interrupted. ``accepted: false`` → ``RpcError``."""
         message_id = message_id or str(uuid.uuid4())
         message: dict[str, Any] = {
-            "type": "send_agent_message_request",
+            "type": agents_requests.SEND_MESSAGE.type,
             "agentId": self.id,
             "text": text,
             "messageId": message_id,
@@ -123,7 +124,7 @@ class AgentHandle(LocalHandle[AgentSnapshot], AgentControls):
         payload = self._context.request(message, timeout=timeout)
         check_reply(
             payload,
-            "send_agent_message_request",
+            agents_requests.SEND_MESSAGE.type,
             accepted_field="accepted",
             missing="the daemon did not accept the message",
         )
@@ -154,7 +155,7 @@ class AgentHandle(LocalHandle[AgentSnapshot], AgentControls):
         return TurnObserver(self._context, self.timeline.subscribe, self.id, after_start=after_start)
 
     def _wait(self, timeout: float, observer: TurnObserver | NoObserver) -> RunResult:
-        message: dict[str, Any] = {"type": "wait_for_finish_request", "agentId": self.id}
+        message: dict[str, Any] = {"type": agents_requests.WAIT_FOR_FINISH.type, "agentId": self.id}
         if timeout > 0:
             message["timeoutMs"] = int(timeout * 1000)
         payload = self._context.request(message, timeout=timeout + WAIT_GRACE)
@@ -178,8 +179,7 @@ class AgentHandle(LocalHandle[AgentSnapshot], AgentControls):
         Older daemons never answer for an agent that is not loaded: that surfaces as
         ``RequestTimeout`` (nothing was running).
         """
-        payload = self._context.request({"type": "cancel_agent_request", "agentId": self.id}, timeout=timeout)
-        check_reply(payload, "cancel_agent_request")
+        payload = self._context.call(agents_requests.CANCEL, {"agentId": self.id}, timeout)
         agent = payload.get("agent")
         snapshot = structure_optional(agent, AgentSnapshot, "agent")
         if snapshot is not None:
@@ -189,7 +189,7 @@ class AgentHandle(LocalHandle[AgentSnapshot], AgentControls):
     def archive(self, timeout: float | None = None) -> str | None:
         """Archive the agent (interrupts a run); returns ``archivedAt``. Sending a message later
         unarchives it."""
-        payload = self._context.request({"type": "archive_agent_request", "agentId": self.id}, timeout=timeout)
+        payload = self._context.request({"type": agents_requests.ARCHIVE.type, "agentId": self.id}, timeout=timeout)
         archived_at = payload.get("archivedAt")
         if isinstance(archived_at, str) and self._snapshot is not None:
             self.note_snapshot(attrs.evolve(self._snapshot, archived_at=archived_at))

@@ -29,6 +29,7 @@ from daemon_client.protocol.directory import (
     parse_agent_update,
     sort_to_wire,
 )
+from daemon_client.protocol.requests import agents as agents_requests
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
 from daemon_client.subscriptions.timeline import TimelineManager
@@ -95,7 +96,7 @@ class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEnt
         independent filtered views need an updated daemon. Raises ``ValueError`` before
         sending anything for invalid input, including any caller-supplied subscription ID.
         """
-        message: dict[str, Any] = {"type": "fetch_agents_request"}
+        message: dict[str, Any] = {"type": agents_requests.FETCH_AGENTS.type}
         if scope is not None:
             message["scope"] = scope
         if filter is not None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from daemon_client.errors import check_reply
 from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.lenient import structure_optional
+from daemon_client.protocol.requests import agents as agents_requests
 
 if TYPE_CHECKING:
     from daemon_client.runtime.context import ClientContext
@@ -22,8 +22,7 @@ def fetch_agent(
 ) -> tuple[AgentSnapshot | None, ProjectPlacement | None]:
     """One agent by ID, unique ID prefix or exact title, with its project placement; ``None`` for
     an agent the daemon does not know (``fetch_agent_request``)."""
-    payload = context.request({"type": "fetch_agent_request", "agentId": agent_id}, timeout=timeout)
-    check_reply(payload, "fetch_agent_request")
+    payload = context.call(agents_requests.FETCH_AGENT, {"agentId": agent_id}, timeout)
     agent = payload.get("agent")
     project = payload.get("project")
     snapshot = structure(agent, AgentSnapshot) if isinstance(agent, Mapping) else None

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from daemon_client.errors import ClientClosed, ProtocolError, check_reply
+from daemon_client.errors import ClientClosed, ProtocolError
+from daemon_client.protocol.requests import agents as agents_requests
 from daemon_client.protocol.timeline import (
     SubscriptionError,
     TimelineCursor,
     TimelinePage,
     TimelineUpdate,
-    parse_page,
 )
 from daemon_client.subscriptions.timeline import TimelineHandler, TimelineManager, TimelineSubscription
 
@@ -86,7 +86,7 @@ class AgentTimeline:
             raise ValueError(f"projection must be one of {', '.join(PROJECTIONS)}")
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise ValueError("limit must be an integer >= 0 (0 reads every row)")
-        message: dict[str, Any] = {"type": "fetch_agent_timeline_request", "agentId": self._agent_id}
+        message: dict[str, Any] = {"agentId": self._agent_id}
         if direction is not None:
             message["direction"] = direction
         if cursor is not None:
@@ -95,9 +95,7 @@ class AgentTimeline:
             message["limit"] = limit
         if projection is not None:
             message["projection"] = projection
-        payload = self._context.request(message, timeout=timeout)
-        check_reply(payload, "fetch_agent_timeline_request")
-        page = parse_page(payload)
+        page: TimelinePage = self._context.call(agents_requests.FETCH_TIMELINE, message, timeout)
         if page.agent is not None:
             self._note_snapshot(page.agent)
         return page

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.api.common.feature_gates import require_feature
-from daemon_client.errors import ProtocolError, check_reply
+from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentFeature
 from daemon_client.protocol.lenient import structure_each
-from daemon_client.protocol.provider_usage import ProviderUsageList, parse_usage
+from daemon_client.protocol.provider_usage import ProviderUsageList
+from daemon_client.protocol.requests import providers as providers_requests
 
 if TYPE_CHECKING:
     from daemon_client.api.agents.create import AgentConfig
     from daemon_client.runtime.context import ClientContext
 
-FEATURES = "list_provider_features_request"
-DIAGNOSTIC = "provider_diagnostic_request"
-USAGE = "provider.usage.list.request"
+FEATURES = providers_requests.LIST_FEATURES.type
+DIAGNOSTIC = providers_requests.DIAGNOSTIC.type
+USAGE = providers_requests.USAGE.type
 
 
 def draft_config(config: AgentConfig, cwd: str | None) -> dict[str, Any]:
@@ -49,8 +49,7 @@ def list_features(
 ) -> tuple[AgentFeature, ...]:
     """The features an agent with ``config`` would offer; ``RpcError`` when the daemon reports
     an error (it then sends no ``features`` at all)."""
-    message = {"type": FEATURES, "draftConfig": draft_config(config, cwd)}
-    payload = check_reply(context.request(message, timeout=timeout), FEATURES)
+    payload = context.call(providers_requests.LIST_FEATURES, {"draftConfig": draft_config(config, cwd)}, timeout)
     features = payload.get("features")
     return structure_each(features if isinstance(features, list) else None, AgentFeature, "features")
 
@@ -59,7 +58,7 @@ def diagnostic(context: ClientContext, provider: str, timeout: float | None) -> 
     """A provider's diagnostic report: free text for humans (never parse it)."""
     if not isinstance(provider, str) or not provider:
         raise ValueError(f"provider must be a provider ID, got {provider!r}")
-    payload = check_reply(context.request({"type": DIAGNOSTIC, "provider": provider}, timeout=timeout), DIAGNOSTIC)
+    payload = context.call(providers_requests.DIAGNOSTIC, {"provider": provider}, timeout)
     text = payload.get("diagnostic")
     if not isinstance(text, str):
         raise ProtocolError(f"{DIAGNOSTIC} answered without a diagnostic text: {text!r:.200}")
@@ -68,5 +67,5 @@ def diagnostic(context: ClientContext, provider: str, timeout: float | None) -> 
 
 def list_usage(context: ClientContext, timeout: float | None) -> ProviderUsageList:
     """Every provider's subscription windows, balances and details (newer daemons)."""
-    require_feature(context.server_info, "providerUsageList", "list provider usage", "0.1.98")
-    return parse_usage(check_reply(context.request({"type": USAGE}, timeout=timeout), USAGE))
+    usage: ProviderUsageList = context.call(providers_requests.USAGE, timeout=timeout)
+    return usage

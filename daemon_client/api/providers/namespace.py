@@ -27,6 +27,7 @@ from daemon_client.protocol.providers import (
     parse_snapshot,
     parse_update,
 )
+from daemon_client.protocol.requests import providers as providers_requests
 from daemon_client.subscriptions.events import EventManager, EventSubscription
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class ProvidersNamespace:
     def snapshot(self, cwd: str | None = None, *, timeout: float | None = None) -> ProviderSnapshot:
         """Read the catalog (a plain read: it creates no observation). Right after the daemon
         starts, entries are usually ``loading``; see :meth:`wait_for_ready`."""
-        message: dict[str, Any] = {"type": "get_providers_snapshot_request"}
+        message: dict[str, Any] = {"type": providers_requests.SNAPSHOT.type}
         if cwd is not None:
             message["cwd"] = cwd
         return parse_snapshot(self._context.request(message, timeout=timeout))
@@ -174,7 +175,7 @@ class ProvidersNamespace:
     ) -> bool:
         """Re-probe the providers (all, or those named); the daemon answers when the probes
         are done (up to a minute). Returns whether it acknowledged."""
-        message: dict[str, Any] = {"type": "refresh_providers_snapshot_request"}
+        message: dict[str, Any] = {"type": providers_requests.REFRESH.type}
         if providers is not None:
             message["providers"] = list(providers)
         if cwd is not None:
@@ -183,19 +184,19 @@ class ProvidersNamespace:
 
     def list_available(self, *, timeout: float | None = None) -> list[AvailableProvider]:
         """Which providers are installed and usable."""
-        payload = self._checked({"type": "list_available_providers_request"}, timeout)
+        payload = self._checked({"type": providers_requests.LIST_AVAILABLE.type}, timeout)
         return list(structure_each(payload.get("providers"), AvailableProvider, "providers"))
 
     def list_models(
         self, provider: str, cwd: str | None = None, *, timeout: float | None = None
     ) -> list[ProviderModel]:
         """The models of one provider (may take long: the daemon asks the provider)."""
-        message = {"type": "list_provider_models_request", "provider": provider, **({"cwd": cwd} if cwd else {})}
+        message = {"type": providers_requests.LIST_MODELS.type, "provider": provider, **({"cwd": cwd} if cwd else {})}
         return list(structure_each(self._checked(message, timeout).get("models"), ProviderModel, "models"))
 
     def list_modes(self, provider: str, cwd: str | None = None, *, timeout: float | None = None) -> list[AgentMode]:
         """The modes of one provider."""
-        message = {"type": "list_provider_modes_request", "provider": provider, **({"cwd": cwd} if cwd else {})}
+        message = {"type": providers_requests.LIST_MODES.type, "provider": provider, **({"cwd": cwd} if cwd else {})}
         return list(structure_each(self._checked(message, timeout).get("modes"), AgentMode, "modes"))
 
     def list_features(

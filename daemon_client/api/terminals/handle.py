@@ -15,7 +15,8 @@ from typing import Any
 
 import attrs
 
-from daemon_client.errors import RequestTimeout, RpcError, check_reply
+from daemon_client.errors import RequestTimeout, RpcError
+from daemon_client.protocol.requests import terminals as terminals_requests
 from daemon_client.protocol.terminal_frames import encode_input, encode_resize
 from daemon_client.protocol.terminals import (
     TerminalCapture,
@@ -130,7 +131,7 @@ class TerminalHandle:
         """Lines of scrollback followed by the screen (0-based, ``end`` inclusive; negative
         counts from the end, ``-1`` is the last line). An unknown terminal gives no lines: the
         daemon reports no error here (use ``refresh()`` to tell)."""
-        message: dict[str, Any] = {"type": "capture_terminal_request", "terminalId": self.id}
+        message: dict[str, Any] = {"type": terminals_requests.CAPTURE.type, "terminalId": self.id}
         for name, value in (("start", start), ("end", end)):
             if value is not None:
                 if isinstance(value, bool) or not isinstance(value, int):
@@ -142,9 +143,8 @@ class TerminalHandle:
     def kill(self, *, timeout: float | None = None) -> None:
         """Kill the terminal's process. The daemon confirms even for a terminal already gone;
         raises ``RpcError`` only when it has no terminal support. ``current()`` is then ``None``."""
-        request = "kill_terminal_request"
-        payload = self._context.request({"type": request, "terminalId": self.id}, timeout)
-        check_reply(payload, request)
+        request = terminals_requests.KILL.type
+        payload = self._context.call(terminals_requests.KILL, {"terminalId": self.id}, timeout)
         if payload.get("success") is not True:
             raise RpcError(
                 f"Failed to kill terminal {self.id}",

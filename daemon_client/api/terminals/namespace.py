@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from daemon_client.api.terminals.handle import TerminalHandle, check_size
 from daemon_client.errors import DaemonClientError, NotConnected, ProtocolError, UnsupportedByHost, check_reply
 from daemon_client.protocol.codec import structure
+from daemon_client.protocol.requests import terminals as terminals_requests
 from daemon_client.protocol.terminals import TerminalInfo, TerminalList, TerminalsChanged, parse_terminal_list
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.terminal_directory import (
@@ -132,7 +133,7 @@ class TerminalsNamespace:
                 cwd = self._workspace_directory(workspace_id, timeout)
         elif cwd is None:
             raise ValueError("create() needs cwd= (or workspace_id= on hosts with workspace terminals)")
-        message: dict[str, Any] = {"type": "create_terminal_request", "cwd": cwd}
+        message: dict[str, Any] = {"type": terminals_requests.CREATE.type, "cwd": cwd}
         if workspace_id is not None:
             message["workspaceId"] = workspace_id
         if name is not None:
@@ -146,7 +147,7 @@ class TerminalsNamespace:
             message["size"] = {"rows": rows_cols[0], "cols": rows_cols[1]}
         payload = self._context.request(message, timeout)
         missing = "The daemon did not create a terminal"
-        check_reply(payload, "create_terminal_request", required_field="terminal", missing=missing)
+        check_reply(payload, terminals_requests.CREATE.type, required_field="terminal", missing=missing)
         raw = payload["terminal"]
         if not isinstance(raw, Mapping):
             raise ProtocolError(f"create_terminal_response carries an unreadable terminal: {raw!r:.200}")
@@ -160,7 +161,7 @@ class TerminalsNamespace:
     ) -> TerminalList:
         """The host's terminals: of one workspace (hosts with workspace terminals; ``cwd`` then
         does not restrict), of one exact ``cwd`` string, or all of them."""
-        message: dict[str, Any] = {"type": "list_terminals_request"}
+        message: dict[str, Any] = {"type": terminals_requests.LIST.type}
         if workspace_id is not None:
             self._require_workspaces("list the terminals of a workspace")
             message["workspaceId"] = workspace_id

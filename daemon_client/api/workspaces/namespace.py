@@ -32,6 +32,8 @@ from daemon_client.protocol.directory import (
     parse_workspace_update,
     sort_to_wire,
 )
+from daemon_client.protocol.requests import workspaces as workspaces_requests
+from daemon_client.protocol.workspace_labels import WorkspaceLabelCatalog
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
 from daemon_client.protocol.worktrees import Worktree, WorktreeArchive, WorktreeInfo
 from daemon_client.runtime.context import ClientContext
@@ -174,7 +176,7 @@ class WorkspacesNamespace(
         Same contract as ``client.agents.list``: on older daemons the single workspace slot
         is shared, so independent filtered observations need an updated daemon.
         """
-        message: dict[str, Any] = {"type": "fetch_workspaces_request"}
+        message: dict[str, Any] = {"type": workspaces_requests.FETCH_WORKSPACES.type}
         if filter is not None:
             message["filter"] = filter.to_wire()
         wire_sort = sort_to_wire(sort, WORKSPACE_SORT_KEYS)
@@ -201,9 +203,12 @@ class WorkspacesNamespace(
 
     def open(self, cwd: str, *, timeout: float | None = None) -> WorkspaceHandle:
         """Open (look up or create) the workspace of a directory; raises ``RpcError`` if it fails."""
-        payload = self._context.request({"type": "open_project_request", "cwd": cwd}, timeout=timeout)
+        payload = self._context.request({"type": workspaces_requests.OPEN_PROJECT.type, "cwd": cwd}, timeout=timeout)
         check_reply(
-            payload, "open_project_request", required_field="workspace", missing="the daemon opened no workspace"
+            payload,
+            workspaces_requests.OPEN_PROJECT.type,
+            required_field="workspace",
+            missing="the daemon opened no workspace",
         )
         workspace = payload["workspace"]
         if not isinstance(workspace, Mapping):
@@ -243,6 +248,13 @@ class WorkspacesNamespace(
         handle.setup_terminal_id = setup
         return handle
 
+    def labels(self, *, timeout: float | None = None) -> WorkspaceLabelCatalog:
+        """The workspace label catalog: every label's name and colour
+        (``workspace.label.list.request``, 15 s). Needs ``features.workspaceLabels`` (Paseo
+        0.5.0; never on broadcast-only hosts): other hosts raise ``UnsupportedByHost`` without sending."""
+        catalog: WorkspaceLabelCatalog = self._context.call(workspaces_requests.LIST_LABELS, timeout=timeout)
+        return catalog
+
     def set_title(self, workspace_id: str, title: str | None, *, timeout: float | None = None) -> str | None:
         """Set (or with ``None`` clear) a workspace's title by ID; see ``WorkspaceHandle.set_title``."""
         return set_title(self._context, workspace_id, title, timeout)
@@ -262,9 +274,9 @@ class WorkspacesNamespace(
             )
             return None
         payload = self._context.request(
-            {"type": "archive_workspace_request", "workspaceId": workspace_id}, timeout=timeout
+            {"type": workspaces_requests.ARCHIVE.type, "workspaceId": workspace_id}, timeout=timeout
         )
-        error = error_in_reply(payload, "archive_workspace_request")
+        error = error_in_reply(payload, workspaces_requests.ARCHIVE.type)
         if error is not None and legacy and error.message == WORKTREE_REFUSAL:
             self.archive_worktree(worktree_path=workspace_id, timeout=timeout)  # 0.1.65: the ID is the path
             return None

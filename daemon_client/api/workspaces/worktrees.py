@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from daemon_client.errors import check_reply
 from daemon_client.protocol.agent_settings import reply_fields
 from daemon_client.protocol.lenient import structure, structure_each
+from daemon_client.protocol.requests import workspaces as workspaces_requests
 from daemon_client.protocol.worktrees import WorktreeArchive, WorktreeInfo
 
 if TYPE_CHECKING:
@@ -27,12 +28,12 @@ def list_worktrees(
     """The Paseo worktrees of a repository (``paseo_worktree_list_request``)."""
     if cwd is None and repo_root is None:
         raise ValueError("give cwd= (any path in the repository) or repo_root=")
-    message: dict[str, Any] = {"type": "paseo_worktree_list_request"}
+    fields: dict[str, Any] = {}
     if cwd is not None:
-        message["cwd"] = cwd
+        fields["cwd"] = cwd
     if repo_root is not None:
-        message["repoRoot"] = repo_root
-    payload = check_reply(context.request(message, timeout=timeout), "paseo_worktree_list_request")
+        fields["repoRoot"] = repo_root
+    payload = context.call(workspaces_requests.LIST_WORKTREES, fields, timeout)
     worktrees = payload.get("worktrees")
     return structure_each(worktrees if isinstance(worktrees, list) else None, WorktreeInfo, "worktrees")
 
@@ -48,10 +49,10 @@ def archive_worktree(
     removed (``paseo_worktree_archive_request``)."""
     if worktree_path is None and branch_name is None:
         raise ValueError("give worktree_path= or branch_name= (with repo_root=)")
-    message: dict[str, Any] = {"type": "paseo_worktree_archive_request"}
+    message: dict[str, Any] = {"type": workspaces_requests.ARCHIVE_WORKTREE.type}
     for field, value in (("worktreePath", worktree_path), ("repoRoot", repo_root), ("branchName", branch_name)):
         if value is not None:
             message[field] = value
     payload = context.request(message, timeout=timeout)
-    check_reply(payload, "paseo_worktree_archive_request", accepted_field="success")
+    check_reply(payload, workspaces_requests.ARCHIVE_WORKTREE.type, accepted_field="success")
     return structure(reply_fields(payload), WorktreeArchive)

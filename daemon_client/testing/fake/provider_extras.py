@@ -18,6 +18,7 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.protocol.requests.providers import USAGE
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
@@ -47,7 +48,9 @@ class FakeProviderExtras:
 
     def __init__(self, daemon: FakeDaemon) -> None:
         self.daemon = daemon
-        self.usage_enabled = bool(daemon.core.config.effective_features.get("providerUsageList"))
+        config = daemon.core.config
+        self.usage_enabled = USAGE.exists_on(config.host_kind, config.effective_features)
+        """Whether this host answers ``provider.usage.list.request`` (by its declaration)."""
         self.features: dict[str, list[dict[str, Any]]] = copy.deepcopy(dict(DEFAULT_FEATURES))
         """Features per provider (``list_provider_features_request``)."""
         self.usage: list[dict[str, Any]] = copy.deepcopy(DEFAULT_USAGE)
@@ -58,8 +61,8 @@ class FakeProviderExtras:
         registry.register("list_provider_features_request", self._handle_features, required=("draftConfig",))
         self._diagnostic = registry.handler_for("provider_diagnostic_request")
         registry.register("provider_diagnostic_request", self._handle_diagnostic)
-        if self.usage_enabled:
-            registry.register("provider.usage.list.request", self._handle_usage)
+        config = self.daemon.core.config
+        registry.serve(USAGE, self._handle_usage, host_kind=config.host_kind, features=config.effective_features)
 
     def _known(self, provider: object) -> bool:
         return isinstance(provider, str) and any(e["provider"] == provider for e in self.daemon.providers.entries())

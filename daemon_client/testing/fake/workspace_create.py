@@ -1,5 +1,5 @@
-"""Workspace creation, titles and Paseo worktrees in the fake daemon (``fake.worktrees``;
-protocol.md 12.5, transcript 17).
+"""Workspace creation, titles, Paseo worktrees and the label catalog in the fake daemon
+(``fake.worktrees``; protocol.md 12.5, transcript 17).
 
 Handlers of ``create_paseo_worktree_request``, ``paseo_worktree_list_request`` and
 ``paseo_worktree_archive_request`` (every host), and on hosts with
@@ -7,7 +7,10 @@ Handlers of ``create_paseo_worktree_request``, ``paseo_worktree_list_request`` a
 ``workspace.title.set.request``. ``archive_workspace_request`` of a worktree workspace is
 refused in its reply on broadcast (0.1.65-like) hosts (``"Use worktree archive for Paseo
 worktrees"``) and archives the worktree on newer hosts; other workspaces are archived by the
-directory's own handler.
+directory's own handler. ``workspace.label.list.request`` answers with
+:attr:`FakeWorktrees.labels` on the hosts its declaration names (capable and selective hosts
+with ``features.workspaceLabels``, which only capable fakes report by default); elsewhere it
+is unknown (``unknown_schema``).
 
 Worktrees live in ``/home/dev/.paseo/worktrees/<8 hex>/<slug>`` of a repository in
 :attr:`FakeWorktrees.repositories` (any path inside one is accepted as ``cwd``); a new worktree's
@@ -27,17 +30,23 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import workspaces as workspace_requests
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.daemon import FakeDaemon
     from daemon_client.testing.fake.engine.handlers import Handler, HandlerRegistry, RequestContext
 
-__all__ = ["DEFAULT_REPOSITORY", "WORKTREES_ROOT", "FakeWorktrees"]
+__all__ = ["DEFAULT_LABELS", "DEFAULT_REPOSITORY", "WORKTREES_ROOT", "FakeWorktrees"]
 
 DEFAULT_REPOSITORY = "/home/dev/projects/demo-repo"
 WORKTREES_ROOT = "/home/dev/.paseo/worktrees"
 _REFUSAL = "Use worktree archive for Paseo worktrees"
+DEFAULT_LABELS: tuple[dict[str, Any], ...] = (
+    {"name": "Review", "color": "violet"},
+    {"name": "Blocked", "color": "red"},
+)
+"""The label catalog a new fake starts with."""
 
 
 def _inside(path: str, root: str) -> bool:
@@ -58,6 +67,8 @@ class FakeWorktrees:
         self.lock = threading.Lock()
         self._worktrees: dict[str, dict[str, Any]] = {}
         self._archive_workspace: Handler | None = None
+        self.labels: list[dict[str, Any]] = [dict(label) for label in DEFAULT_LABELS]
+        """The label catalog (``workspace.label.list.response`` ``labels``), changed by tests freely."""
 
     def install(self, registry: HandlerRegistry) -> None:
         registry.register("create_paseo_worktree_request", self._handle_legacy_create, required=("cwd",))
@@ -68,6 +79,8 @@ class FakeWorktrees:
             registry.register("workspace.title.set.request", self._handle_title, required=("workspaceId", "title"))
         self._archive_workspace = registry.handler_for("archive_workspace_request")
         registry.register("archive_workspace_request", self._handle_archive_workspace)
+        features = self.daemon.core.config.effective_features
+        registry.serve(workspace_requests.LIST_LABELS, self._handle_labels, host_kind=self.host_kind, features=features)
 
     # -- test thread ---------------------------------------------------------------------------
 
@@ -150,6 +163,12 @@ class FakeWorktrees:
         self._created(ctx, workspace, error)
 
     # -- titles --------------------------------------------------------------------------------
+
+    def _handle_labels(self, ctx: RequestContext) -> None:
+        with self.lock:
+            labels = [dict(label) for label in self.labels]
+        sync = {"mode": "snapshot", "generation": "labels-1", "headSeq": len(labels), "removals": []}
+        ctx.reply({"labels": labels, "sync": sync})
 
     def _handle_title(self, ctx: RequestContext) -> None:
         workspace_id, title = ctx.message["workspaceId"], ctx.message["title"]

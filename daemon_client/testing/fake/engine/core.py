@@ -62,6 +62,7 @@ DEFAULT_FEATURES: Mapping[HostKind, Mapping[str, bool]] = {
         "providerUsageList": True,
         "relayConfig": True,
         "workspaceTerminals": True,
+        "workspaceLabels": True,
     },
     HostKind.SELECTIVE: {
         "selectiveAgentTimeline": True,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import CATALOG, RequestSpec, reply_by_rule
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.daemon import FakeDaemon
@@ -75,59 +76,21 @@ def _schemas(*entries: RequestSchema) -> dict[str, RequestSchema]:
 
 
 KNOWN_REQUESTS: Mapping[str, RequestSchema] = _schemas(
-    RequestSchema("ping"),
-    RequestSchema("fetch_agents_request"),
-    RequestSchema("fetch_agent_request", ("agentId",)),
-    RequestSchema("fetch_agent_history_request"),
-    RequestSchema("fetch_agent_timeline_request", ("agentId",)),
-    RequestSchema("fetch_workspaces_request"),
-    RequestSchema("create_agent_request", ("config",)),
-    RequestSchema("agent.create.request", ("config",)),
-    RequestSchema("creation.subscribe.request", ("idempotencyKey",)),
-    RequestSchema("send_agent_message_request", ("agentId", "text")),
-    RequestSchema("wait_for_finish_request", ("agentId",)),
-    RequestSchema("cancel_agent_request", ("agentId",), request_id_optional=True),
-    RequestSchema("archive_agent_request", ("agentId",)),
-    RequestSchema("delete_agent_request", ("agentId",)),
-    RequestSchema("update_agent_request", ("agentId",)),
-    RequestSchema("refresh_agent_request", ("agentId",)),
-    RequestSchema("clear_agent_attention", ("agentId",), request_id_optional=True),
+    *(RequestSchema(spec.type, spec.required, spec.request_id_optional) for spec in CATALOG.values()),
     RequestSchema("agent_permission_response", ("agentId", "response")),
-    RequestSchema("agent.timeline.set_subscription.request", ("agentIds",)),
-    RequestSchema("session.events.set_subscription.request", ("events",)),
-    RequestSchema("subscription.release.request", ("subscriptionId",)),
-    RequestSchema("get_providers_snapshot_request"),
-    RequestSchema("refresh_providers_snapshot_request"),
-    RequestSchema("list_available_providers_request"),
-    RequestSchema("list_provider_models_request", ("provider",)),
-    RequestSchema("list_provider_modes_request", ("provider",)),
-    RequestSchema("provider_diagnostic_request", ("provider",)),
-    RequestSchema("project.list.request"),
-    RequestSchema("open_project_request", ("cwd",)),
-    RequestSchema("archive_workspace_request", ("workspaceId",)),
 )
 """Request types the fake knows the shape of. A known type without a handler is answered
 like an unknown one (``rpc_error`` ``unknown_schema``), as an older daemon would."""
 
-_REPLY_EXCEPTIONS: Mapping[str, str] = {
-    "ping": "pong",
-    "archive_agent_request": "agent_archived",
-    "delete_agent_request": "agent_deleted",
-    "subscribe_terminals_request": "terminals_changed",
-}
-
 
 def reply_type_for(request_type: str) -> str:
-    """The reply type of protocol.md 2.2: ``X_request`` -> ``X_response``, ``X.request`` -> ``X.response``."""
-    if request_type in _REPLY_EXCEPTIONS:
-        return _REPLY_EXCEPTIONS[request_type]
-    if request_type.endswith("_request"):
-        return request_type[: -len("_request")] + "_response"
-    if request_type.endswith(".request"):
-        return request_type[: -len(".request")] + ".response"
-    if "/" in request_type:
-        return request_type + "/response"
-    return request_type + "_response"
+    """The reply type of a request: its declaration's (``ping`` -> ``pong``, ``archive_agent_request``
+    -> ``agent_archived``), else the naming rule of protocol.md 2.2 (``X_request`` ->
+    ``X_response``, ``X.request`` -> ``X.response``); ``status`` replies name their type themselves."""
+    spec = CATALOG.get(request_type)
+    if spec is not None and spec.reply.statuses is None:
+        return spec.reply.type
+    return reply_by_rule(request_type).type
 
 
 def epoch_ms() -> int:
@@ -167,6 +130,17 @@ class HandlerRegistry:
                 old.request_id_optional if request_id_optional is None else request_id_optional,
             )
             self._handlers[request_type] = handler
+
+    def serve(
+        self, spec: RequestSpec, handler: Handler, *, host_kind: HostKind, features: Mapping[str, object]
+    ) -> bool:
+        """Install ``handler`` for the declared request ``spec`` if the declaration says a host
+        of ``host_kind`` reporting ``features`` has it (else the type stays unknown, as on such a
+        host); validation follows the declaration. Returns whether it was installed."""
+        if not spec.exists_on(host_kind, features):
+            return False
+        self.register(spec.type, handler, required=spec.required, request_id_optional=spec.request_id_optional)
+        return True
 
     def handler(
         self, request_type: str, *, required: Iterable[str] | None = None, request_id_optional: bool | None = None
