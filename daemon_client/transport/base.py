@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
 from daemon_client.errors import DaemonClientError
+
+if TYPE_CHECKING:
+    from daemon_client.transport.proxy import ProxyPolicy
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 
@@ -83,6 +86,8 @@ class ConnectParams:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     unix_socket: str | None = None
     """Open this unix socket and upgrade ``url`` over it, instead of dialling ``url``'s host."""
+    proxy: ProxyPolicy | None = attrs.field(default=None, repr=False)
+    """Which HTTP proxy reaches ``url`` (:mod:`daemon_client.transport.proxy`); ``None``: none."""
 
     def without_credentials(self) -> ConnectParams:
         """These parameters with no extra headers and no subprotocols (for an untrusted hop)."""
