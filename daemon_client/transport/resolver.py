@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from daemon_client.transport.base import TransportClosed
+from daemon_client.transport.base import TransportError
 
 AddrInfo = tuple[int, int, int, str, Any]
 """One ``getaddrinfo`` entry: family, type, proto, canonical name, socket address."""
@@ -45,6 +45,10 @@ _resolvers: weakref.WeakSet[Resolver] = weakref.WeakSet()
 
 class ResolveTimeout(TimeoutError):
     """The host name was not resolved before the connect deadline."""
+
+
+class ResolveAborted(TransportError):
+    """The connect was given up (``abort()``) while its host name was being resolved."""
 
 
 def system_lookup(host: str, port: int) -> Sequence[AddrInfo]:
@@ -101,14 +105,14 @@ class Resolver:
         """The addresses of ``host``, within ``timeout`` s.
 
         ``wake`` is set by whoever gives up on this connect (the transport's ``abort``); it then
-        raises :class:`TransportClosed` at once. Raises :class:`ResolveTimeout` at the deadline
+        raises :class:`ResolveAborted` at once. Raises :class:`ResolveTimeout` at the deadline
         and ``OSError`` (``socket.gaierror``) when the name does not resolve.
         """
         numeric = _numeric(host, port)
         if numeric is not None:
             return numeric
         if wake.is_set():
-            raise TransportClosed(None, f"the connection was aborted before resolving {host}")
+            raise ResolveAborted(f"the connection was aborted before resolving {host}")
         with self._lock:
             pending = self._pending.get((host, port))
             if pending is None:
@@ -128,7 +132,7 @@ class Resolver:
                 raise pending.error
             return list(pending.result)
         if woke:
-            raise TransportClosed(None, f"the connection was aborted while resolving {host}")
+            raise ResolveAborted(f"the connection was aborted while resolving {host}")
         raise ResolveTimeout(f"resolving {host} took longer than {timeout:g} s")
 
     def _leave(self, pending: _Pending, wake: threading.Event) -> None:

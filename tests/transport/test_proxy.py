@@ -155,7 +155,8 @@ def test_proxy_credentials_go_in_proxy_authorization_and_nowhere_else(fakes, pro
         shown = everything(caplog, client, client.server_info)
     finally:
         client.close()
-    assert proxy.targets() and proxy.requests[0][1]["proxy-authorization"].startswith("Basic ")
+    assert proxy.targets()
+    assert proxy.requests[0][1]["proxy-authorization"].startswith("Basic ")
     assert SECRET not in shown
     assert SECRET not in repr(proxy_policy(setting)) + repr(parse_proxy(setting))
     params = ConnectParams(url="ws://daemon.test/ws", timeout=1, proxy=proxy_policy(setting))
@@ -168,7 +169,8 @@ def test_a_407_names_the_proxy_and_status_without_the_credentials(fakes, proxies
     error = connect_error(daemon_url(fake), proxy=proxy.url_with("alice", SECRET))
     assert isinstance(error, dc.ConnectionLost)
     assert f"the proxy http://127.0.0.1:{proxy.port} refused CONNECT daemon.test:" in str(error)
-    assert "HTTP 407" in str(error) and "check the user and password" in str(error)
+    assert "HTTP 407" in str(error)
+    assert "check the user and password" in str(error)
     assert SECRET not in everything(caplog, error)
 
 
@@ -176,7 +178,8 @@ def test_a_407_without_credentials_says_the_proxy_wants_some(fakes, proxies) -> 
     fake = fakes(hostnames=["daemon.test"])
     proxy = proxies(credentials=("alice", "right"))
     error = connect_error(daemon_url(fake), proxy=proxy.url)
-    assert "HTTP 407" in str(error) and "the proxy wants credentials" in str(error)
+    assert "HTTP 407" in str(error)
+    assert "the proxy wants credentials" in str(error)
 
 
 def test_any_other_refusal_names_the_proxy_and_status(fakes, proxies) -> None:
@@ -234,7 +237,8 @@ def test_proxy_argument_wins_over_the_environment(fakes, proxies, monkeypatch) -
         client.connect()
     finally:
         client.close()
-    assert env_proxy.requests == [] and len(given.requests) == 1
+    assert env_proxy.requests == []
+    assert len(given.requests) == 1
 
 
 def test_proxy_false_ignores_the_environment(fakes, proxies, monkeypatch) -> None:
@@ -263,7 +267,8 @@ def test_the_relay_is_dialled_through_the_proxy(fakes, proxies, monkeypatch) -> 
     finally:
         client.close()
     assert proxy.targets() == [f"relay.test:{relay_port}"]
-    assert client.relay_stats is not None and client.relay_stats.handshakes == 1
+    assert client.relay_stats is not None
+    assert client.relay_stats.handshakes == 1
 
 
 # ----------------------------------------------------------------------------- the setting
@@ -272,25 +277,33 @@ def test_the_relay_is_dialled_through_the_proxy(fakes, proxies, monkeypatch) -> 
 def test_lower_case_variables_win_and_http_proxy_is_not_read_in_a_cgi_request() -> None:
     target = parse_target("ws://daemon.example:80/ws")
     both = proxy_policy(None, {"http_proxy": "http://lower:1", "HTTP_PROXY": "http://upper:2"})
-    assert both is not None and both.for_target(target) == both.for_target(target)
+    assert both is not None
+    assert both.for_target(target) == both.for_target(target)
     chosen = both.for_target(target)
-    assert chosen is not None and (chosen.host, chosen.port) == ("lower", 1)
+    assert chosen is not None
+    assert (chosen.host, chosen.port) == ("lower", 1)
     upper = proxy_policy(None, {"HTTP_PROXY": "upper:3"})
     chosen = upper.for_target(target) if upper is not None else None
-    assert chosen is not None and (chosen.host, chosen.port) == ("upper", 3)
+    assert chosen is not None
+    assert (chosen.host, chosen.port) == ("upper", 3)
     assert proxy_policy(None, {"HTTP_PROXY": "http://upper:3", "REQUEST_METHOD": "GET"}) is None
     secure = proxy_policy(None, {"https_proxy": "http://tls-proxy"})
-    assert secure is not None and secure.for_target(target) is None  # ws:// uses http_proxy only
+    assert secure is not None
+    assert secure.for_target(target) is None
     chosen = secure.for_target(parse_target("wss://daemon.example/ws"))
-    assert chosen is not None and chosen.port == 80
-    assert proxy_policy(None, {}) is None and proxy_policy(False, {"http_proxy": "http://p:1"}) is None
+    assert chosen is not None
+    assert chosen.port == 80
+    assert proxy_policy(None, {}) is None
+    assert proxy_policy(False, {"http_proxy": "http://p:1"}) is None
 
 
 def test_an_unusable_environment_proxy_is_ignored_with_a_warning(caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="daemon_client"):
         policy = proxy_policy(None, {"https_proxy": f"socks5://u:{SECRET}@p:1080", "http_proxy": "http://p:1"})
-    assert policy is not None and policy.for_target(parse_target("wss://d.example/ws")) is None
-    assert "https_proxy is ignored" in caplog.text and "socks5://" in caplog.text
+    assert policy is not None
+    assert policy.for_target(parse_target("wss://d.example/ws")) is None
+    assert "https_proxy is ignored" in caplog.text
+    assert "socks5://" in caplog.text
     assert SECRET not in caplog.text
 
 
@@ -342,11 +355,15 @@ def test_no_proxy_rules(rules: str, host: str, port: int, bypass: bool) -> None:
 
 def test_reprs_show_no_credentials() -> None:
     proxy = parse_proxy(f"u:{SECRET}@[::1]:3128")
-    assert proxy.display == "http://[::1]:3128" and SECRET not in repr(proxy)
+    assert proxy.display == "http://[::1]:3128"
+    assert SECRET not in repr(proxy)
     policy = proxy_policy(f"http://u:{SECRET}@proxy.example:3128", {"no_proxy": "*"})
-    assert "http://proxy.example:3128" in repr(policy) and SECRET not in repr(policy)
-    assert repr(NoProxy("*")) == "<NoProxy * rules>" and repr(NoProxy("a,b")) == "<NoProxy 2 rules>"
-    assert policy is not None and policy.for_target(parse_target("ws://d.example/ws")) is None  # no_proxy=*
+    assert "http://proxy.example:3128" in repr(policy)
+    assert SECRET not in repr(policy)
+    assert repr(NoProxy("*")) == "<NoProxy * rules>"
+    assert repr(NoProxy("a,b")) == "<NoProxy 2 rules>"
+    assert policy is not None
+    assert policy.for_target(parse_target("ws://d.example/ws")) is None
 
 
 # ----------------------------------------------------------------------------- odd proxies
