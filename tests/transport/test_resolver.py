@@ -97,6 +97,7 @@ def test_the_connect_timeout_bounds_resolution(stuck: StuckLookup) -> None:
 
 def test_close_ends_a_client_connect_waiting_for_the_resolver(stuck: StuckLookup) -> None:
     resolver = Resolver(stuck)
+    before = live_threads()
     client = dc.Client(
         "ws://daemon.test:1/ws",
         transport_factory=lambda: WebSocketTransport(resolver=resolver),
@@ -109,10 +110,14 @@ def test_close_ends_a_client_connect_waiting_for_the_resolver(stuck: StuckLookup
     finally:
         client.close()
     assert isinstance(connecting.result(), dc.ClientClosed)
+    # close() joined the reader: it no longer waits for the lookup, which is left to its thread
+    assert_no_new_threads(before, timeout=0)
+    assert len(abandoned_threads()) == 1
 
 
 def test_connect_timeout_ends_a_client_connect_waiting_for_the_resolver(stuck: StuckLookup) -> None:
     resolver = Resolver(stuck)
+    before = live_threads()
     client = dc.Client(
         "ws://daemon.test:1/ws",
         transport_factory=lambda: WebSocketTransport(resolver=resolver),
@@ -124,6 +129,7 @@ def test_connect_timeout_ends_a_client_connect_waiting_for_the_resolver(stuck: S
             client.connect()
     finally:
         client.close()
+    assert_no_new_threads(before, timeout=0)  # the reader ended: it waited for the lookup no longer
 
 
 def test_sixteen_connects_to_sixteen_hosts_use_at_most_the_pool(stuck: StuckLookup) -> None:
