@@ -137,8 +137,7 @@ class Resolver:
 
     def _leave(self, pending: _Pending, wake: threading.Event) -> None:
         """Under the lock: ``wake``'s owner stopped waiting; drop a lookup nobody waits for."""
-        if wake in pending.waiters:
-            pending.waiters.remove(wake)
+        pending.waiters.remove(wake)
         if pending.waiters or pending.started:
             return  # a running lookup stays mapped: the next connect to that host joins it
         self._queue.remove(pending)
@@ -172,8 +171,7 @@ class Resolver:
                 result, error = [], OSError(f"resolving {pending.host} failed: {type(exc).__name__}")
             with self._lock:
                 pending.result, pending.error, pending.done = result, error, True
-                if self._pending.get((pending.host, pending.port)) is pending:
-                    del self._pending[(pending.host, pending.port)]
+                del self._pending[(pending.host, pending.port)]  # a started lookup stays mapped until done
                 waiters = list(pending.waiters)
                 self._workers[me] = None
             for waiter in waiters:

@@ -110,9 +110,9 @@ def open_websocket(
 
         try:
             sock = _connect_tcp(proxy.host, proxy.port, deadline, adopt, resolve)
-        except TimeoutError:
-            raise
         except OSError as exc:
+            if isinstance(exc, TimeoutError):
+                raise
             detail = exc.strerror or str(exc) or type(exc).__name__
             raise ProxyError(f"cannot reach the proxy {proxy.display}: {detail}") from exc
         open_tunnel(sock, proxy, target, deadline.remaining, limits)

@@ -294,6 +294,7 @@ def test_lower_case_variables_win_and_http_proxy_is_not_read_in_a_cgi_request() 
     assert chosen is not None
     assert chosen.port == 80
     assert proxy_policy(None, {}) is None
+    assert proxy_policy(None, {"http_proxy": " ", "HTTP_PROXY": "http://upper:3"}) is None  # set empty: none
     assert proxy_policy(False, {"http_proxy": "http://p:1"}) is None
 
 
@@ -347,6 +348,8 @@ def test_a_bad_proxy_argument_is_refused_without_echoing_credentials(setting: An
         ("example.com", "10.0.0.1", 80, False),
         ("", "example.com", 80, False),
         ("a.example  b.example", "b.example", 80, True),
+        ("[::1]", "::1", 8080, True),
+        ("example.com:http", "example.com", 80, False),
     ],
 )
 def test_no_proxy_rules(rules: str, host: str, port: int, bypass: bool) -> None:

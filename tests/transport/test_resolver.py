@@ -16,7 +16,16 @@ import pytest
 import daemon_client as dc
 from daemon_client.testing.threads import assert_no_new_threads, live_threads
 from daemon_client.transport.base import ConnectParams, TransportError
-from daemon_client.transport.resolver import AddrInfo, ResolveAborted, Resolver, ResolveTimeout, abandoned_threads
+from daemon_client.transport.handshake_policy import parse_target
+from daemon_client.transport.resolver import (
+    AddrInfo,
+    ResolveAborted,
+    Resolver,
+    ResolveTimeout,
+    abandoned_threads,
+    system_lookup,
+)
+from daemon_client.transport.upgrade import open_websocket
 from daemon_client.transport.websocket import WebSocketTransport
 
 from ..conftest import BackgroundConnect
@@ -225,3 +234,12 @@ def test_an_aborted_transport_does_not_resolve(stuck: StuckLookup) -> None:
 def test_the_pool_needs_a_thread() -> None:
     with pytest.raises(ValueError, match="max_threads"):
         Resolver(max_threads=0)
+
+
+def test_the_system_lookup_and_the_process_wide_resolver(fakes) -> None:
+    assert any(entry[4][1] == 80 for entry in system_lookup("localhost", 80))
+    url = fakes().serve()
+    upgraded = open_websocket(
+        parse_target(url), timeout=5, headers={}, subprotocols=(), ssl_context=None, adopt=lambda sock: None
+    )  # no resolve given: the process-wide resolver, bounded by the timeout only
+    upgraded.sock.close()
