@@ -141,7 +141,7 @@ def test_connect_timeout_ends_a_client_connect_waiting_for_the_resolver(stuck: S
     assert_no_new_threads(before, timeout=0)  # the reader ended: it waited for the lookup no longer
 
 
-def test_sixteen_connects_to_sixteen_hosts_use_at_most_the_pool(stuck: StuckLookup) -> None:
+def test_sixteen_connects_to_sixteen_hosts_use_at_most_the_pool(stuck: StuckLookup, fast_switching: None) -> None:
     resolver = Resolver(stuck, max_threads=2)
     before = live_threads()
     results = [
@@ -162,7 +162,7 @@ def test_sixteen_connects_to_sixteen_hosts_use_at_most_the_pool(stuck: StuckLook
     assert stuck.calls == 2  # nobody waited for the queued ones: dropped, not run
 
 
-def test_connects_to_one_host_share_one_lookup(stuck: StuckLookup) -> None:
+def test_connects_to_one_host_share_one_lookup(stuck: StuckLookup, fast_switching: None) -> None:
     resolver = Resolver(stuck, max_threads=4)
     results = [
         connect_in_background(WebSocketTransport(resolver=resolver), "ws://daemon.test:1/ws", timeout=0.3)
