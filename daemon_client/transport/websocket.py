@@ -50,6 +50,7 @@ from daemon_client.transport.frames import (
     parse_close,
 )
 from daemon_client.transport.handshake_policy import HandshakeLimits, parse_target
+from daemon_client.transport.proxy import ProxyPolicy
 from daemon_client.transport.resolver import SYSTEM_RESOLVER, AddrInfo, Resolver, ResolveTimeout
 from daemon_client.transport.upgrade import open_websocket
 
@@ -131,7 +132,8 @@ class WebSocketTransport:
             target = parse_target(params.url, ssl_context=params.ssl_context)
         except ValueError as exc:
             raise TransportError(str(exc)) from None
-        proxy = params.proxy.for_target(target) if params.proxy is not None and params.unix_socket is None else None
+        policy: ProxyPolicy | None = params.proxy
+        proxy = policy.for_target(target) if policy is not None and params.unix_socket is None else None
         try:
             upgraded = open_websocket(
                 target,
