@@ -42,6 +42,7 @@ from daemon_client.runtime.requests import RequestTable
 from daemon_client.runtime.timers import TimerThread
 from daemon_client.state import ConnectionState, StateListener
 from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
+from daemon_client.transport.proxy import ProxySetting, proxy_policy
 from daemon_client.transport.websocket import WebSocketTransport
 
 if TYPE_CHECKING:  # the relay, the wire trace and random (reconnects) are imported only when a client uses them
@@ -121,6 +122,15 @@ class Client:
             2-CPU machine, docs/benchmarks.md). Leave it ``None`` (the default) when that CPU
             may be busy with other work. Raises ``ValueError`` for a CPU this process may not
             use, or where threads cannot be pinned.
+        proxy: the HTTP proxy that TCP connections (``ws://``, ``wss://``, a relay) go through,
+            by HTTP ``CONNECT`` (TLS to the daemon runs inside the tunnel). ``None`` (default):
+            ``https_proxy`` for ``wss://``, ``http_proxy`` for ``ws://`` (or their upper-case
+            forms); a URL ``"http://[user:password@]host[:port]"``: that proxy, whatever the
+            environment says; ``False``: no proxy. ``no_proxy`` is honoured in both first cases;
+            loopback hosts and unix sockets never go through a proxy. Proxy credentials go only
+            into ``Proxy-Authorization``, never into logs, reprs or errors. Raises ``ValueError``
+            for a URL that is not an ``http://`` proxy. A custom ``transport_factory`` is told
+            the proxy in ``ConnectParams.proxy``.
     """
 
     def __init__(
@@ -148,6 +158,7 @@ class Client:
         trace: TraceTarget | None = None,
         trace_binary: bool | None = None,
         thread_cpu: int | None = None,
+        proxy: ProxySetting = None,
     ) -> None:
         if connect_timeout <= 0 or request_timeout <= 0:
             raise ValueError("timeouts must be > 0")
@@ -159,6 +170,7 @@ class Client:
         if warning:
             self._log.warning("%s", warning)
         self._name = next_name("daemon-client")
+        proxies = proxy_policy(proxy)
         resolution = resolve(url or None)
         factory: Callable[[], Transport] = transport_factory or WebSocketTransport
         password = password_from_env(password if password is not None else resolution.target.password)
@@ -222,6 +234,7 @@ class Client:
             auth_header=auth_header,
             insecure_refusal=credentials.refusal,
             thread_cpu=thread_cpu,
+            proxy=proxies,
         )
         self._connection = Connection(
             options,

@@ -17,6 +17,8 @@ from daemon_client.transport.base import Transport
 if TYPE_CHECKING:
     import random
 
+    from daemon_client.transport.proxy import ProxyPolicy
+
 
 class ConnectionOptions(Record):
     """What the supervisor needs to open connections (the credentials never in the repr)."""
@@ -30,6 +32,7 @@ class ConnectionOptions(Record):
         "insecure_refusal",
         "max_frame_bytes",
         "password",
+        "proxy",
         "reconnect",
         "rng",
         "ssl_context",
@@ -56,6 +59,8 @@ class ConnectionOptions(Record):
     """When set, every attempt fails with ``InsecureCredentials(insecure_refusal)`` before connecting."""
     thread_cpu: int | None
     """The CPU the reader and writer threads run on (see :mod:`daemon_client.runtime.affinity`)."""
+    proxy: ProxyPolicy | None
+    """Which HTTP proxy each connection goes through (``Client(proxy=...)``); ``None``: none."""
 
     def __init__(  # noqa: PLR0917 - every field may be passed by position
         self,
@@ -73,6 +78,7 @@ class ConnectionOptions(Record):
         auth_header: str | None = None,
         insecure_refusal: str | None = None,
         thread_cpu: int | None = None,
+        proxy: ProxyPolicy | None = None,
     ) -> None:
         self.targets = targets
         self.client_id = client_id
@@ -88,6 +94,7 @@ class ConnectionOptions(Record):
         self.auth_header = auth_header
         self.insecure_refusal = insecure_refusal
         self.thread_cpu = thread_cpu
+        self.proxy = proxy
 
     @property
     def write_stall_limit(self) -> float:

@@ -235,6 +235,7 @@ class Supervisor:
             subprotocols=self._subprotocols,
             ssl_context=opts.ssl_context,
             max_frame_bytes=opts.max_frame_bytes,
+            proxy=opts.proxy,
         )
         try:
             transport.connect(params)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -83,6 +83,9 @@ class ConnectParams:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     unix_socket: str | None = None
     """Open this unix socket and upgrade ``url`` over it, instead of dialling ``url``'s host."""
+    proxy: Any = attrs.field(default=None, repr=False)
+    """Which HTTP proxy reaches ``url``: a :class:`~daemon_client.transport.proxy.ProxyPolicy`
+    (typed ``Any`` here: that module builds on this one), or ``None`` for none."""
 
     def without_credentials(self) -> ConnectParams:
         """These parameters with no extra headers and no subprotocols (for an untrusted hop)."""

@@ -1,6 +1,8 @@
 """The real transport: a WebSocket over a socket (``ws://``, ``wss://``, unix sockets).
 
-The connection is opened by :mod:`daemon_client.transport.upgrade` under the rules of
+The connection is opened by :mod:`daemon_client.transport.upgrade` (host names resolved by a
+:class:`~daemon_client.transport.resolver.Resolver`, through the proxy that ``ConnectParams.proxy``
+chooses, :mod:`daemon_client.transport.proxy`) under the rules of
 :mod:`daemon_client.transport.handshake_policy` (no redirects, no cookies, no extensions,
 bounded answer, no ``Origin`` header). Outbound frames are built (and masked) with
 websocket-client's ``ABNF``; inbound frames are read by :class:`FrameReader` through one
@@ -49,7 +51,9 @@ from daemon_client.transport.frames import (
     invalid_text,
     parse_close,
 )
-from daemon_client.transport.handshake_policy import HandshakeLimits, HandshakeRefused, parse_target
+from daemon_client.transport.handshake_policy import HandshakeLimits, parse_target
+from daemon_client.transport.proxy import ProxyPolicy
+from daemon_client.transport.resolver import SYSTEM_RESOLVER, AddrInfo, Resolver, ResolveTimeout
 from daemon_client.transport.upgrade import open_websocket
 
 _LINGER_SECONDS = 1.0  # after failing a connection: how long the peer may take to close
@@ -61,10 +65,16 @@ def _frame(payload: bytes | str, opcode: int) -> bytes:
 
 
 class WebSocketTransport:
-    """A :class:`~daemon_client.transport.base.Transport` over a plain or TLS socket."""
+    """A :class:`~daemon_client.transport.base.Transport` over a plain or TLS socket.
 
-    def __init__(self, limits: HandshakeLimits | None = None) -> None:
+    ``resolver`` looks host names up (default: the process-wide
+    :data:`~daemon_client.transport.resolver.SYSTEM_RESOLVER`).
+    """
+
+    def __init__(self, limits: HandshakeLimits | None = None, *, resolver: Resolver | None = None) -> None:
         self._limits = limits
+        self._resolver = resolver or SYSTEM_RESOLVER
+        self._wake: threading.Event | None = None  # set by abort(): ends a lookup being waited for
         self._sock: socket.socket | None = None
         self._reader: FrameReader | None = None
         self._subprotocol: str | None = None
@@ -107,6 +117,15 @@ class WebSocketTransport:
                 sock.close()
             raise TransportClosed(None, "the connection was aborted")
 
+    def _resolve(self, host: str, port: int, timeout: float) -> list[AddrInfo]:
+        """Upgrade thread: the addresses of ``host``, within ``timeout``; ``abort()`` ends the wait."""
+        wake = threading.Event()
+        with self._close_lock:
+            if self._closed:
+                raise TransportClosed(None, "the connection was aborted")
+            self._wake = wake
+        return self._resolver.resolve(host, port, timeout=timeout, wake=wake)
+
     def connect(self, params: ConnectParams) -> None:
         with self._close_lock:
             if self._closed:  # aborted before it started: nothing is opened
@@ -115,6 +134,8 @@ class WebSocketTransport:
             target = parse_target(params.url, ssl_context=params.ssl_context)
         except ValueError as exc:
             raise TransportError(str(exc)) from None
+        policy: ProxyPolicy | None = params.proxy
+        proxy = policy.for_target(target) if policy is not None and params.unix_socket is None else None
         try:
             upgraded = open_websocket(
                 target,
@@ -125,14 +146,17 @@ class WebSocketTransport:
                 ssl_context=params.ssl_context,
                 adopt=self._adopt,
                 limits=self._limits,
+                resolve=self._resolve,
+                proxy=proxy,
             )
             upgraded.sock.settimeout(None)  # liveness is the heartbeat's job, not the socket's
-        except (HandshakeRefused, TransportClosed):
+        except TransportError:  # refused upgrade, refused tunnel, aborted
             self.abort()
             raise
         except TimeoutError as exc:
             self.abort()
-            raise TimeoutError(f"no WebSocket connection within {params.timeout:g} s") from exc
+            detail = f" ({exc})" if isinstance(exc, ResolveTimeout) else ""
+            raise TimeoutError(f"no WebSocket connection within {params.timeout:g} s{detail}") from exc
         except (OSError, ValueError) as exc:
             self.abort()
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
@@ -274,7 +298,9 @@ class WebSocketTransport:
     def abort(self) -> None:
         with self._close_lock:
             self._closed = True
-            sock = self._sock
+            sock, wake = self._sock, self._wake
+        if wake is not None:
+            wake.set()
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
