@@ -71,16 +71,30 @@ class TurnWatcher:
             self._printer.end()
 
 
-def outcome(result: RunResult, ended: TurnEnd | None) -> str:
-    """``completed``, ``failed``, ``canceled``, ``permission``, ``timeout`` (or the daemon's status)."""
-    if result.status == "idle":
-        if isinstance(ended, TurnCanceled):
-            return "canceled"
-        return "failed" if isinstance(ended, TurnFailed) else "completed"
-    return {"error": "failed"}.get(result.status, result.status)
+_ENDS: dict[type[TurnEnd], str] = {TurnCompleted: "completed", TurnFailed: "failed", TurnCanceled: "canceled"}
 
 
-def _failure(agent_id: str, result: RunResult, ended: TurnEnd | None, how: str, run_timeout: float) -> str:
+def outcome(result: RunResult, ended: TurnEnd | None) -> str | None:
+    """``completed``, ``failed``, ``canceled``, ``permission``, ``timeout`` (or the daemon's status).
+
+    How a turn ended is what the library observed (``result.outcome``) or, failing that, the
+    turn end this command saw on the timeline; ``None`` when neither saw one (``wait`` on an
+    agent that was already idle: its last turn may have completed or been canceled).
+    """
+    if result.status in ("idle", "error"):
+        seen = result.outcome or (_ENDS[type(ended)] if ended is not None else None)
+        if seen is not None:
+            return seen
+        return "failed" if result.status == "error" else None
+    return result.status
+
+
+def _failure(agent_id: str, result: RunResult, ended: TurnEnd | None, how: str | None, run_timeout: float) -> str:
+    if how is None:
+        return (
+            f"agent {agent_id} is idle and no turn ended while waiting, so how its last turn ended is unknown "
+            f"(daemon-client tail {agent_id} shows its timeline)"
+        )
     if how == "canceled":
         reason = ended.reason if isinstance(ended, TurnCanceled) and ended.reason else "canceled"
         return f"the turn of agent {agent_id} was canceled: {reason}"
@@ -109,7 +123,7 @@ def report(ctx: CommandContext, agent_id: str, result: RunResult, ended: TurnEnd
     """Write the result (the last thing written) and return 0, or raise the turn's failure."""
     how = outcome(result, ended)
     if ctx.json:
-        document = {"agentId": agent_id, "outcome": how, **model_json(result)}
+        document = {**model_json(result), "agentId": agent_id, "outcome": how}
         ctx.out.json_document(document)
     elif result.last_message and not streamed:
         ctx.out.line(result.last_message.rstrip("\n"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import io
+import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -189,3 +190,20 @@ def test_an_interrupt_while_the_command_closes_still_exits_by_the_signal(
     monkeypatch.setattr(CommandContext, "close", interrupted)  # the second Ctrl-C lands while closing
     code, _ = run(["agents", "--url", fake.url])
     assert code == status
+
+
+def test_wait_on_an_agent_whose_last_turn_was_canceled_reports_no_outcome(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_id = _agent(fake)
+    fake.runs.send(agent_id, "please hold")
+    assert fake.runs.cancel(agent_id)
+    fake.runs.wait_until_idle(agent_id)
+    code, out = run(["wait", agent_id, "--url", fake.url, "--json"])
+    assert json.loads(out)["outcome"] is None  # no turn ended while waiting: nothing to report
+    assert json.loads(out)["status"] == "idle"
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"daemon-client: agent {agent_id} is idle and no turn ended while waiting, so how its last turn "
+        f"ended is unknown (daemon-client tail {agent_id} shows its timeline)\n"
+    )

@@ -60,7 +60,8 @@ def register(registry: Registry) -> None:
 
     parser = registry.add(
         "wait", "wait for the end of an agent's current turn and print its answer", "run:wait",
-        epilog="Exits like run; Ctrl-C stops waiting and leaves the turn running.\n\n"
+        epilog="Exits like run; Ctrl-C stops waiting and leaves the turn running. An agent already idle\n"
+               "exits with status 1 (outcome null): how its last turn ended was not seen.\n\n"
                "example:\n  daemon-client permissions my-agent approve && daemon-client wait my-agent",
     )  # fmt: skip
     parser.add_argument("agent", help=AGENT_HELP)
