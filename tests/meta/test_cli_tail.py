@@ -76,3 +76,33 @@ def test_agents_watch_keeps_the_first_page_when_a_later_one_fails(
     fake.agents.upsert(title="later", provider="mock")
     assert watch.join() == 0
     assert "daemon-client: only the first page of agents is shown: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+def test_a_history_replaced_while_disconnected_is_noted_when_tail_catches_up(
+    fake: FakeDaemon, json_lines: bool
+) -> None:
+    agent_id = _agent(fake)
+    _say(fake, agent_id, "before")
+    tail = Background(["tail", agent_id, "--url", fake.url, *(["--json"] if json_lines else [])])
+    fake.wait_for_frame(SUBSCRIBE)
+    _say(fake, agent_id, "live")
+    tail.out.wait_for("live")
+    fake.refuse_connections = True
+    fake.drop_connections()
+    epoch = fake.timeline.replace_history(agent_id, [{"type": "assistant_message", "text": "rebuilt"}])
+    fake.refuse_connections = False
+    tail.out.wait_for("rebuilt")
+    tail.out.hang_up()
+    _say(fake, agent_id, "unread")
+    assert tail.join() == 0
+    out = tail.out.getvalue()
+    if json_lines:
+        lines = [json.loads(line) for line in out.splitlines()]
+        (note,) = [line for line in lines if line["type"] == "replacement"]
+        assert note == {"agentId": agent_id, "type": "replacement", "epoch": epoch,
+                        "event": {"type": "replacement", "epoch": epoch}}  # fmt: skip
+        texts = [line.get("event", {}).get("item", {}).get("text") for line in lines]
+        assert lines.index(note) < texts.index("rebuilt")
+    else:
+        assert f"-- history replaced (epoch {epoch})\nrebuilt" in out

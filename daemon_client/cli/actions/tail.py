@@ -62,7 +62,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return handle.timeline.pages("after", cursor, PAGE, timeout=ctx.timeout)
 
     if args.no_follow:
-        gate = TimelineGate(printer, print_entry, fetch_after, on_error=lambda e: None, on_note=ctx.notes.note)
+        gate = TimelineGate(
+            printer, print_entry, fetch_after, agent_id=handle.id, on_error=lambda e: None, on_note=ctx.notes.note
+        )
         gate.history(history_pages(handle, args, ctx.timeout))
         printer.end()
         return OK
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     def failed(event: SubscriptionError) -> None:
         follow.finish(CliError(f"the timeline subscription of agent {handle.id} ended: {event.error}"))
 
-    gate = TimelineGate(printer, print_entry, fetch_after, on_error=failed, on_note=ctx.notes.note)
+    gate = TimelineGate(printer, print_entry, fetch_after, agent_id=handle.id, on_error=failed, on_note=ctx.notes.note)
     subscription = handle.timeline.subscribe(gate)
     follow.wait_for(subscription.ready, ctx.timeout, f"following the timeline of agent {handle.id}")
     gate.history(history_pages(handle, args, ctx.timeout))
