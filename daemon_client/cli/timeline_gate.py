@@ -53,6 +53,7 @@ class TimelineGate:
         self._on_note = on_note
         self._lock = threading.Lock()
         self._open = False
+        self._closed = False
         self._held: list[TimelineUpdate] = []
         self._last: TimelineCursor | None = None
 
@@ -64,6 +65,8 @@ class TimelineGate:
                 self._on_error(event)
             return
         with self._lock:
+            if self._closed:
+                return
             if not self._open:
                 self._held.append(update)
                 return
@@ -128,3 +131,9 @@ class TimelineGate:
             for update in held:
                 self._emit_locked(update)
             self._open = True
+
+    def close(self) -> None:
+        """Print nothing more (following stopped); waits for an update being printed. Any thread."""
+        with self._lock:
+            self._closed = True
+            self._held.clear()
