@@ -2,7 +2,8 @@
 
 Output is written by the client's callback thread; the main thread blocks in
 :meth:`Follow.wait` until one of: the ``--duration`` passed (status 0), the reader closed
-the pipe (0), a callback called :meth:`Follow.finish` (its status), the connection dropped
+the pipe (0; noticed on the descriptor at the next tick, see :meth:`Output.reader_gone`), a
+callback called :meth:`Follow.finish` (its status), the connection dropped
 with ``--no-reconnect`` or stayed down longer than ``--reconnect-timeout`` (3, or 4 when
 the daemon now refuses the password), or Ctrl-C (``KeyboardInterrupt`` propagates: 130).
 Drops and recoveries are noted on standard error from the state listener (callback
@@ -110,7 +111,7 @@ class Follow:
                 return OK
             if self._done.wait(remaining):
                 break
-            if self._out.broken.is_set():
+            if self._out.reader_gone():
                 return OK
             self._check_connection()
             if tick is not None:

@@ -138,7 +138,7 @@ def _result(ctx: CommandContext, future: Future[RunResult]) -> RunResult | None:
         try:
             return future.result(TICK)
         except FutureTimeout:
-            if ctx.out.broken.is_set():
+            if ctx.out.reader_gone():
                 return None
 
 
