@@ -102,6 +102,21 @@ class Follow:
                 raise CliError(f"{what}: no answer from the daemon within {timeout:g} s")
             self._check_connection()
 
+    def reconnected(self) -> bool:
+        """After a request failed with the connection: block until the client is connected again
+        (``True``) or the reader closed the pipe (``False``); raise the command's
+        :class:`CliError` when it ends first (at once with ``--no-reconnect``; after
+        ``--reconnect-timeout``)."""
+        while True:
+            client = self._client
+            if client is not None and client.state is ConnectionState.CONNECTED:
+                return True
+            if self._done.wait(TICK):
+                raise self._error or CliError("the command ended while the connection was down", UNREACHABLE)
+            if self._out.reader_gone():
+                return False
+            self._check_connection()
+
     def wait(self, duration: float | None = None, tick: Callable[[], None] | None = None) -> int:
         """Block until the command ends; return its status or raise its :class:`CliError`."""
         deadline = None if duration is None else time.monotonic() + duration
