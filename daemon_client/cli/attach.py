@@ -51,11 +51,8 @@ NOT_A_TERMINAL = (
 
 
 def reads_keys(fd: int) -> bool:
-    """Whether ``fd`` is a terminal, which ``attach`` can read keys from."""
-    try:
-        return os.isatty(fd)
-    except OSError:
-        return False
+    """Whether ``fd`` is a terminal, which ``attach`` can read keys from (``False`` for a bad one)."""
+    return os.isatty(fd)
 
 
 def parse_detach_key(text: str) -> bytes:

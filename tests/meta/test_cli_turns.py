@@ -306,8 +306,11 @@ class _LostOnce:
 
 
 class _Back:
+    def __init__(self, reader: bool = True) -> None:
+        self._reader = reader
+
     def reconnected(self) -> bool:
-        return True
+        return self._reader  # False: the reader closed the pipe while the connection was down
 
 
 def test_a_connection_regained_after_the_run_timeout_reports_the_timeout() -> None:
@@ -321,3 +324,13 @@ def test_a_connection_regained_after_the_run_timeout_reports_the_timeout() -> No
         ctx.close()
     assert result == RunResult(status="timeout")
     assert (agent.waits, gaps) == ([5.0], [True])
+
+
+def test_a_reader_gone_while_the_connection_was_down_ends_the_wait_quietly() -> None:
+    ctx = CommandContext(argparse.Namespace(run_timeout=5.0), Output(io.StringIO()), Notes(io.StringIO()), None)  # type: ignore[arg-type]
+    agent = _LostOnce()
+    try:
+        assert turns._wait(ctx, _Back(reader=False), agent, []) is None  # type: ignore[arg-type]
+    finally:
+        ctx.close()
+    assert len(agent.waits) == 1
