@@ -8,6 +8,10 @@ key (``Ctrl-]`` unless ``--detach-key`` says otherwise) ends the session and lea
 terminal running; so does end of input. When the remote terminal exits the command ends too.
 On the way out the terminal's modes and the previous screen are restored whatever happened.
 
+Standard input must be a terminal (:func:`reads_keys`): piped input would be typed blind and the
+screen escapes written to a file, so ``attach`` refuses it as a usage error (``terminals send``
+and ``terminals tail`` are the scripting forms).
+
 The main thread reads the keyboard (``select`` with a short timeout, so that the exit, the end
 of ``--duration`` and resizes are noticed) and handles ``SIGWINCH`` through a flag.
 """
@@ -38,6 +42,17 @@ ENTER_SCREEN = "\x1b[?1049h\x1b[H\x1b[2J"
 """Switch to the alternate screen and clear it."""
 LEAVE_SCREEN = "\x1b[?1049l"
 """Back to the screen as it was before ``attach``."""
+
+
+NOT_A_TERMINAL = (
+    "attach needs a terminal on standard input (it reads raw keys); "
+    "from a script use: daemon-client terminals send TERMINAL TEXT... (or terminals tail)"
+)
+
+
+def reads_keys(fd: int) -> bool:
+    """Whether ``fd`` is a terminal, which ``attach`` can read keys from (``False`` for a bad one)."""
+    return os.isatty(fd)
 
 
 def parse_detach_key(text: str) -> bytes:

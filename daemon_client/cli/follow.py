@@ -2,7 +2,8 @@
 
 Output is written by the client's callback thread; the main thread blocks in
 :meth:`Follow.wait` until one of: the ``--duration`` passed (status 0), the reader closed
-the pipe (0), a callback called :meth:`Follow.finish` (its status), the connection dropped
+the pipe (0; noticed on the descriptor at the next tick, see :meth:`Output.reader_gone`), a
+callback called :meth:`Follow.finish` (its status), the connection dropped
 with ``--no-reconnect`` or stayed down longer than ``--reconnect-timeout`` (3, or 4 when
 the daemon now refuses the password), or Ctrl-C (``KeyboardInterrupt`` propagates: 130).
 Drops and recoveries are noted on standard error from the state listener (callback
@@ -101,6 +102,21 @@ class Follow:
                 raise CliError(f"{what}: no answer from the daemon within {timeout:g} s")
             self._check_connection()
 
+    def reconnected(self) -> bool:
+        """After a request failed with the connection: block until the client is connected again
+        (``True``) or the reader closed the pipe (``False``); raise the command's
+        :class:`CliError` when it ends first (at once with ``--no-reconnect``; after
+        ``--reconnect-timeout``)."""
+        while True:
+            client = self._client
+            if client is not None and client.state is ConnectionState.CONNECTED:
+                return True
+            if self._done.wait(TICK):
+                raise self._error or CliError("the command ended while the connection was down", UNREACHABLE)
+            if self._out.reader_gone():
+                return False
+            self._check_connection()
+
     def wait(self, duration: float | None = None, tick: Callable[[], None] | None = None) -> int:
         """Block until the command ends; return its status or raise its :class:`CliError`."""
         deadline = None if duration is None else time.monotonic() + duration
@@ -110,7 +126,7 @@ class Follow:
                 return OK
             if self._done.wait(remaining):
                 break
-            if self._out.broken.is_set():
+            if self._out.reader_gone():
                 return OK
             self._check_connection()
             if tick is not None:

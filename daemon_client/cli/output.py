@@ -6,7 +6,10 @@ writer, and never dies on encoding: text is made encodable for the stream (lone 
 surrogates joined or replaced, other characters the stream cannot encode replaced). When the
 reader goes away (``EPIPE``, as after ``| head -1``) it sets :attr:`Output.broken`, points the
 file descriptor at ``/dev/null`` so that nothing fails at exit, and drops later writes; the
-main thread sees ``broken`` and ends the command with status 0. After :meth:`Output.seal`
+main thread sees ``broken`` and ends the command with status 0. A command that has nothing to
+write for a while asks :meth:`Output.reader_gone` on every tick of its wait: the descriptor is
+polled (``POLLERR``/``POLLHUP``: the read end of the pipe closed), so ``| head -1`` ends it at
+once rather than at its next write. After :meth:`Output.seal`
 (the command is ending) writes are dropped too, so the result stays the last thing written.
 """
 
@@ -16,6 +19,7 @@ import contextlib
 import errno
 import json
 import os
+import select
 import threading
 from typing import Any, Protocol, TextIO
 
@@ -81,6 +85,9 @@ class Output:
             self._tty = bool(stream.isatty())
         except (ValueError, OSError):
             self._tty = False
+        self._fd: int | None = None
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # a stream without one (tests)
+            self._fd = stream.fileno()
 
     @property
     def stream(self) -> TextIO:
@@ -139,6 +146,26 @@ class Output:
     def json_document(self, value: Any) -> None:
         """One indented JSON document (a listing or a result)."""
         self.write(json_text(value, pretty=True) + "\n")
+
+    def reader_gone(self) -> bool:
+        """Whether the reader went away: a write failed, or the descriptor reports the read end
+        closed (polled without blocking). Any thread; the first to see it breaks the output."""
+        if self.broken.is_set():
+            return True
+        if self._fd is None or not hasattr(select, "poll"):
+            return False
+        try:
+            poller = select.poll()
+            poller.register(self._fd, 0)  # no event asked for: only errors and hang-ups are reported
+            events = poller.poll(0)
+        except (OSError, ValueError):
+            return False
+        if not any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events):
+            return False
+        with self._lock:
+            if not self.broken.is_set():
+                self._break()
+        return True
 
     def seal(self) -> None:
         """Drop every later write (the command is ending); any thread."""

@@ -89,6 +89,11 @@ def json_arg(parser: argparse.ArgumentParser, what: str) -> None:
 def follow_args(parser: argparse.ArgumentParser, *, duration_help: str) -> None:
     """``--duration`` and the reconnect options of a command that keeps following a daemon."""
     parser.add_argument("--duration", type=seconds, metavar="SECONDS", help=duration_help)
+    reconnect_args(parser)
+
+
+def reconnect_args(parser: argparse.ArgumentParser) -> None:
+    """``--no-reconnect`` and ``--reconnect-timeout``: what a lost connection does to a command."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--no-reconnect", action="store_true",

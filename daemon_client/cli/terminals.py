@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from daemon_client.api.terminals.handle import TerminalHandle
+from daemon_client.cli.output import Output
 from daemon_client.cli.render import table, to_json
 from daemon_client.client import Client
 from daemon_client.errors import DaemonClientError
@@ -121,6 +122,8 @@ def cmd_tail(args: argparse.Namespace, out: TextIO, connect: Connect) -> int:
             deadline = None if args.duration is None else time.monotonic() + args.duration
             while not ended.wait(0.1):
                 if deadline is not None and time.monotonic() >= deadline:
+                    break
+                if isinstance(out, Output) and out.reader_gone():  # | head: nobody reads any more
                     break
             client.flush_callbacks()
         if ended.is_set():

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import daemon_client as dc
+from daemon_client.cli import attach as attaching
 from daemon_client.cli.attach import ENTER_SCREEN, LEAVE_SCREEN, Attachment
 from daemon_client.cli.main import main
 from daemon_client.testing import FakeDaemon
@@ -44,6 +45,28 @@ def stdin_pipe(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
             os.close(write_end)
 
 
+def test_attach_refuses_a_standard_input_that_is_not_a_terminal(
+    daemon: FakeDaemon, stdin_pipe: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    daemon.terminals.create(CWD, name="piped")
+    os.write(stdin_pipe, b"echo piped\r")
+    os.close(stdin_pipe)
+    assert run(["attach", "piped", "--url", daemon.url]) == (2, "")  # no screen escapes either
+    assert capsys.readouterr().err == (
+        "daemon-client: attach needs a terminal on standard input (it reads raw keys); "
+        "from a script use: daemon-client terminals send TERMINAL TEXT... (or terminals tail)\n"
+    )
+    assert daemon.terminals.inputs == []
+    assert daemon.accepted_count == 0  # refused before connecting
+
+
+@pytest.fixture
+def as_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The piped standard input passes for a terminal (the session itself is tested without a pty)."""
+    monkeypatch.setattr(attaching, "reads_keys", lambda fd: True)
+
+
+@pytest.mark.usefixtures("as_terminal")
 def test_attach_types_what_is_piped_in_and_ends_with_the_input(daemon: FakeDaemon, stdin_pipe: int) -> None:
     terminal = daemon.terminals.create(CWD, name="piped")
     os.write(stdin_pipe, "echo piped ✓\r".encode())
@@ -59,6 +82,7 @@ def test_attach_types_what_is_piped_in_and_ends_with_the_input(daemon: FakeDaemo
     assert daemon.terminals.get(terminal.id) is not None
 
 
+@pytest.mark.usefixtures("as_terminal")
 def test_attach_off_the_main_thread_detaches_after_the_duration(daemon: FakeDaemon, stdin_pipe: int) -> None:
     terminal = daemon.terminals.create(CWD, name="timed")
     attached = Background(["attach", terminal.id, "--url", daemon.url, "--duration", "0.2"])
@@ -142,3 +166,11 @@ def test_a_second_double_dash_is_not_taken_as_the_program(daemon: FakeDaemon) ->
     assert code == 0
     shell = daemon.terminals.get(out.strip()).shell  # type: ignore[union-attr]
     assert shell.title == "/bin/fake -l"
+
+
+def test_attach_refuses_a_standard_input_without_a_file_descriptor(
+    daemon: FakeDaemon, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("typed"))
+    assert run(["attach", "any", "--url", daemon.url]) == (2, "")
+    assert capsys.readouterr().err == f"daemon-client: {attaching.NOT_A_TERMINAL}\n"

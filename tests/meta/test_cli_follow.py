@@ -109,3 +109,43 @@ def test_a_daemon_that_stays_away_ends_the_wait_for_an_answer() -> None:
     with pytest.raises(CliError) as ended:
         follow.wait_for(Future(), 5.0, "following the projects")
     assert (str(ended.value), ended.value.code) == (f"{URL} unreachable for 0 s", UNREACHABLE)
+
+
+def test_waiting_for_the_connection_returns_once_it_is_back() -> None:
+    follow, _ = _follow(reconnect_timeout=5.0)
+    client = Connection()
+    client.state = ConnectionState.CONNECTED  # type: ignore[attr-defined]
+    follow.watch(client)  # type: ignore[arg-type]
+    assert follow.reconnected()
+
+
+def test_waiting_for_the_connection_stops_when_the_reader_left() -> None:
+    out = Output(io.StringIO())
+    follow = Follow(out, Notes(io.StringIO()), reconnect_timeout=5.0)
+    client = Connection()
+    client.state = ConnectionState.CONNECTING  # type: ignore[attr-defined]
+    follow.watch(client)  # type: ignore[arg-type]
+    out.broken.set()
+    assert not follow.reconnected()
+
+
+def test_waiting_for_the_connection_ends_with_the_command() -> None:
+    follow, _ = _follow(reconnect_timeout=5.0)
+    client = Connection()
+    client.state = ConnectionState.CONNECTING  # type: ignore[attr-defined]
+    follow.watch(client)  # type: ignore[arg-type]
+    follow.finish()
+    with pytest.raises(CliError) as ended:
+        follow.reconnected()
+    assert (str(ended.value), ended.value.code) == ("the command ended while the connection was down", UNREACHABLE)
+
+
+def test_waiting_for_the_connection_gives_up_after_the_reconnect_timeout() -> None:
+    follow, _ = _follow(reconnect_timeout=0.0)
+    client = Connection()
+    client.state = ConnectionState.CONNECTING  # type: ignore[attr-defined]
+    follow.watch(client)  # type: ignore[arg-type]
+    client.drop()
+    with pytest.raises(CliError) as ended:
+        follow.reconnected()
+    assert (str(ended.value), ended.value.code) == (f"{URL} unreachable for 0 s", UNREACHABLE)

@@ -103,3 +103,36 @@ def test_serve_on_a_unix_socket(sock_dir: Path) -> None:
     assert code == 0
     assert f"listening at unix://{sock_dir / 'served.sock'}" in out
     assert not (sock_dir / "served.sock").exists()
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_info_that_fails_keeps_standard_output_empty(
+    sock_dir: Path, capsys: pytest.CaptureFixture[str], json_output: bool
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"ws://127.0.0.1:{port}/ws"
+    code, out = run(["info", "--url", url, *(["--json"] if json_output else [])])
+    assert (code, out) == (3, "")
+    *diagnostics, error = capsys.readouterr().err.splitlines()
+    assert f"daemon-client: daemon   {url}" in diagnostics  # where it was looked for: on standard error
+    assert all(line.startswith("daemon-client: ") for line in diagnostics)
+    assert error.startswith(f"daemon-client: cannot connect to {url}")
+
+
+def test_info_refused_by_the_daemon_keeps_standard_output_empty(capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeDaemon(password="right") as fake:
+        url = fake.serve()
+        assert run(["info", "--url", url, "--password", "wrong"]) == (4, "")
+    err = capsys.readouterr().err
+    assert f"daemon-client: daemon   {url}\n" in err
+    assert err.splitlines()[-1].startswith("daemon-client: authentication refused")
+
+
+def test_a_quiet_info_that_fails_prints_only_the_error(sock_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert run(["-q", "info", "--url", f"ws://127.0.0.1:{port}/ws"]) == (3, "")
+    assert capsys.readouterr().err.count("\n") == 1

@@ -140,8 +140,8 @@ def test_library_records_stay_off_stderr_unless_verbose(cli: Start) -> None:
         stalled.serve()
         stalled.stall_handshake = True
         runs = [
-            cli("info", "--url", locked.url, "--password", "wrong"),
-            cli("info", "--url", stalled.url, "--timeout", "0.5"),
+            cli("agents", "--url", locked.url, "--password", "wrong"),  # (info also notes where it looked)
+            cli("agents", "--url", stalled.url, "--timeout", "0.5"),
             cli("-v", "info", "--url", locked.url, "--password", "wrong"),
         ]
         (auth, auth_err), (stall, stall_err), (verbose, verbose_err) = [(c, e) for c, _, e in run_all(runs)]

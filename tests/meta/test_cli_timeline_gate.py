@@ -9,6 +9,7 @@ from daemon_client.cli.timeline_gate import TimelineGate
 from daemon_client.errors import ClientClosed, DaemonClientError
 from daemon_client.protocol.timeline import (
     AssistantMessage,
+    Replacement,
     SubscriptionError,
     SubscriptionRestored,
     TimelineCursor,
@@ -30,8 +31,8 @@ def _page(*seqs: int) -> TimelinePage:
     return TimelinePage(entries=tuple(_entry(seq) for seq in seqs), epoch=EPOCH)
 
 
-def _live(seq: int) -> TimelineUpdate:
-    return TimelineUpdate(AGENT, TimelineEvent(AssistantMessage(f"row {seq}")), seq=seq, epoch=EPOCH)
+def _live(seq: int, epoch: str = EPOCH) -> TimelineUpdate:
+    return TimelineUpdate(AGENT, TimelineEvent(AssistantMessage(f"row {seq}")), seq=seq, epoch=epoch)
 
 
 class Recorder:
@@ -39,6 +40,7 @@ class Recorder:
 
     def __init__(self, fetched: Iterable[TimelinePage] | DaemonClientError = ()) -> None:
         self.printed: list[int | str] = []
+        self.replacements: list[TimelineUpdate] = []
         self.notes: list[str] = []
         self.errors: list[SubscriptionError] = []
         self.asked: list[TimelineCursor] = []
@@ -47,11 +49,14 @@ class Recorder:
             self._print_update,
             self._print_entry,
             self._fetch_after,
+            agent_id=AGENT,
             on_error=self.errors.append,
             on_note=self.notes.append,
         )
 
     def _print_update(self, update: TimelineUpdate) -> None:
+        if isinstance(update.event, Replacement):
+            self.replacements.append(update)
         self.printed.append(update.seq if update.seq is not None else update.event.type)
 
     def _print_entry(self, epoch: str, entry: TimelineEntry) -> None:
@@ -118,3 +123,29 @@ def test_a_failed_subscription_is_an_error_but_a_closed_client_is_not() -> None:
     rec.gate(TimelineUpdate(AGENT, failure))
     assert rec.errors == [failure]
     assert rec.printed == []
+
+
+def test_a_live_row_of_a_new_epoch_is_preceded_by_a_replacement() -> None:
+    rec = Recorder()
+    rec.gate.open()
+    rec.gate(_live(5))
+    rec.gate(_live(1, "epoch-2"))  # a daemon without replacement announcements rebuilt the history
+    rec.gate(_live(2, "epoch-2"))
+    assert rec.printed == [5, "replacement", 1, 2]
+    assert rec.replacements == [TimelineUpdate(AGENT, Replacement(epoch="epoch-2"), epoch="epoch-2")]
+
+
+def test_an_announced_replacement_is_printed_once() -> None:
+    rec = Recorder()
+    rec.gate.open()
+    rec.gate(_live(5))
+    rec.gate(TimelineUpdate(AGENT, Replacement(epoch="epoch-2")))
+    rec.gate(_live(1, "epoch-2"))
+    rec.gate(TimelineUpdate(AGENT, Replacement(epoch="epoch-2")))  # noted already
+    assert rec.printed == [5, "replacement", 1]
+
+
+def test_the_first_row_printed_is_no_replacement() -> None:
+    rec = Recorder()
+    rec.gate.history([TimelinePage(entries=(_entry(1),), epoch="epoch-2")])
+    assert rec.printed == [1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import io
+import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -15,17 +16,19 @@ from typing import Any
 
 import pytest
 
+from daemon_client.api.agents.handle import RunResult
+from daemon_client.cli import turns
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import Terminated
 from daemon_client.cli.notes import Notes
 from daemon_client.cli.output import Output
 from daemon_client.cli.turns import TurnWatcher
-from daemon_client.errors import DaemonClientError
+from daemon_client.errors import ConnectionLost, DaemonClientError
 from daemon_client.protocol.timeline import TimelineUpdate, TurnCompleted, TurnStarted
 from daemon_client.testing import FakeDaemon
 from daemon_client.testing.fake.engine.handlers import RequestContext
 
-from .cli_inprocess import run
+from .cli_inprocess import Background, run
 
 WAIT_REQUEST = "wait_for_finish_request"
 
@@ -189,3 +192,145 @@ def test_an_interrupt_while_the_command_closes_still_exits_by_the_signal(
     monkeypatch.setattr(CommandContext, "close", interrupted)  # the second Ctrl-C lands while closing
     code, _ = run(["agents", "--url", fake.url])
     assert code == status
+
+
+def test_wait_on_an_agent_whose_last_turn_was_canceled_reports_no_outcome(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_id = _agent(fake)
+    fake.runs.send(agent_id, "please hold")
+    assert fake.runs.cancel(agent_id)
+    fake.runs.wait_until_idle(agent_id)
+    code, out = run(["wait", agent_id, "--url", fake.url, "--json"])
+    assert json.loads(out)["outcome"] is None  # no turn ended while waiting: nothing to report
+    assert json.loads(out)["status"] == "idle"
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"daemon-client: agent {agent_id} is idle and no turn ended while waiting, so how its last turn "
+        f"ended is unknown (daemon-client tail {agent_id} shows its timeline)\n"
+    )
+
+
+# ------------------------------------------------------------------ the connection drops while waiting
+
+
+def _second_wait(fake: FakeDaemon) -> None:
+    """Until the daemon got a second ``wait_for_finish_request`` (the one after the reconnect)."""
+    first = fake.wait_for_frame(WAIT_REQUEST)
+    fake.wait_for_frame(WAIT_REQUEST, since=fake.received.index(first) + 1)
+
+
+@pytest.mark.parametrize("command", ["wait", "send"])
+def test_a_dropped_connection_is_regained_and_the_same_turn_waited_for(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    agent_id = _agent(fake)
+    if command == "wait":
+        fake.runs.send(agent_id, "please hold")
+        argv = ["wait", agent_id, "--url", fake.url]
+    else:
+        argv = ["send", agent_id, "--url", fake.url, "please hold"]
+    waiting = Background(argv)
+    fake.wait_for_frame(WAIT_REQUEST)
+    fake.drop_connections()  # a relay restart: the turn goes on on the daemon
+    _second_wait(fake)
+    assert fake.runs.is_running(agent_id)
+    assert fake.runs.finish(agent_id)
+    assert waiting.join() == 0
+    assert waiting.out.getvalue() == f"{fake.timeline.last_message(agent_id)}\n"
+    lost, regained = capsys.readouterr().err.splitlines()
+    assert lost.startswith(f"daemon-client: connection to {fake.url} lost (")
+    assert lost.endswith("); reconnecting")
+    assert regained == f"daemon-client: reconnected to {fake.url}"
+    sends = [f for f in fake.received if f.message_type == "send_agent_message_request"]
+    assert len(sends) == (1 if command == "send" else 0)  # the prompt is never sent again
+
+
+def test_a_turn_that_ended_while_the_connection_was_down_has_no_outcome(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_id = _agent(fake)
+    fake.runs.send(agent_id, "please hold")
+    waiting = Background(["wait", agent_id, "--url", fake.url, "--json"])
+    fake.wait_for_frame(WAIT_REQUEST)
+    fake.refuse_connections = True
+    fake.drop_connections()
+    assert fake.runs.finish(agent_id)  # ends unseen
+    fake.runs.wait_until_idle(agent_id)
+    fake.refuse_connections = False
+    assert waiting.join(timeout=30) == 1
+    result = json.loads(waiting.out.getvalue())
+    assert (result["status"], result["outcome"]) == ("idle", None)
+    assert result["lastMessage"] == fake.timeline.last_message(agent_id)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"daemon-client: the turn of agent {agent_id} ended while the connection was down, so how it ended is "
+        f"unknown (daemon-client tail {agent_id} shows its timeline)"
+    )
+
+
+def test_wait_with_no_reconnect_fails_at_the_drop(fake: FakeDaemon, capsys: pytest.CaptureFixture[str]) -> None:
+    agent_id = _agent(fake)
+    fake.runs.send(agent_id, "please hold")
+    waiting = Background(["wait", agent_id, "--url", fake.url, "--no-reconnect"])
+    fake.wait_for_frame(WAIT_REQUEST)
+    fake.drop_connections()
+    assert waiting.join() == 3
+    assert capsys.readouterr().err.startswith(f"daemon-client: connection to {fake.url} lost")
+    assert fake.runs.finish(agent_id)
+
+
+def test_wait_gives_up_after_the_reconnect_timeout(fake: FakeDaemon, capsys: pytest.CaptureFixture[str]) -> None:
+    agent_id = _agent(fake)
+    fake.runs.send(agent_id, "please hold")
+    waiting = Background(["wait", agent_id, "--url", fake.url, "--reconnect-timeout", "0.3"])
+    fake.wait_for_frame(WAIT_REQUEST)
+    fake.refuse_connections = True
+    fake.drop_connections()
+    assert waiting.join(timeout=30) == 3
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"daemon-client: {fake.url} unreachable for 0.3 s")
+    fake.refuse_connections = False
+    assert fake.runs.finish(agent_id)
+
+
+class _LostOnce:
+    """An agent whose first wait loses the connection."""
+
+    id = "agent-1"
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def wait_for_finish(self, timeout: float) -> RunResult:
+        self.waits.append(timeout)
+        raise ConnectionLost("connection lost")
+
+
+class _Back:
+    def __init__(self, reader: bool = True) -> None:
+        self._reader = reader
+
+    def reconnected(self) -> bool:
+        return self._reader  # False: the reader closed the pipe while the connection was down
+
+
+def test_a_connection_regained_after_the_run_timeout_reports_the_timeout() -> None:
+    clock = iter([100.0, 100.0, 200.0])  # the deadline, the first wait, then long after the reconnect
+    ctx = CommandContext(argparse.Namespace(run_timeout=5.0), Output(io.StringIO()), Notes(io.StringIO()), None)  # type: ignore[arg-type]
+    agent = _LostOnce()
+    gaps: list[bool] = []
+    try:
+        result = turns._wait(ctx, _Back(), agent, gaps, clock=lambda: next(clock))  # type: ignore[arg-type]
+    finally:
+        ctx.close()
+    assert result == RunResult(status="timeout")
+    assert (agent.waits, gaps) == ([5.0], [True])
+
+
+def test_a_reader_gone_while_the_connection_was_down_ends_the_wait_quietly() -> None:
+    ctx = CommandContext(argparse.Namespace(run_timeout=5.0), Output(io.StringIO()), Notes(io.StringIO()), None)  # type: ignore[arg-type]
+    agent = _LostOnce()
+    try:
+        assert turns._wait(ctx, _Back(reader=False), agent, []) is None  # type: ignore[arg-type]
+    finally:
+        ctx.close()
+    assert len(agent.waits) == 1

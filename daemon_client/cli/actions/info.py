@@ -1,4 +1,8 @@
-"""``info``: how the daemon was found, its ``server_info``, and a ping. Main thread only."""
+"""``info``: how the daemon was found, its ``server_info``, and a ping. Main thread only.
+
+Everything goes to standard output once the daemon answered; when it does not, where it was
+looked for is noted on standard error before the error line, and standard output stays empty.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +12,21 @@ from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK
 from daemon_client.cli.json_render import model_json
 from daemon_client.cli.render import describe_features
-from daemon_client.client import Client
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
-    def announce(client: Client) -> None:
-        if not ctx.json:
-            ctx.out.line(client.resolution.describe())
-
-    client = ctx.connect(announce=announce)
-    info = client.server_info
-    if info is None:  # the connection dropped right after the handshake
-        info = client.connect(ctx.timeout)
-    kind = client.host_kind.value if client.host_kind else "unknown"
-    ping = (client.ping(timeout=ctx.timeout).round_trip or 0) * 1000
+    found: list[str] = []
+    try:
+        client = ctx.connect(announce=lambda client: found.append(client.resolution.describe()))
+        info = client.server_info
+        if info is None:  # the connection dropped right after the handshake
+            info = client.connect(ctx.timeout)
+        kind = client.host_kind.value if client.host_kind else "unknown"
+        ping = (client.ping(timeout=ctx.timeout).round_trip or 0) * 1000
+    except Exception:  # where the daemon was looked for explains the failure: on standard error
+        for line in "\n".join(found).splitlines():
+            ctx.notes.note(line)
+        raise
     if ctx.json:
         resolution = client.resolution
         ctx.out.json_document(
@@ -36,7 +41,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         )
         return OK
     ctx.out.write(
-        f"connected to {client.url}\n"
+        "".join(line + "\n" for line in found) + f"connected to {client.url}\n"
         f"reached  {client.resolution.target.describe()}\n"
         f"version  {info.version or 'unknown version'} on {info.hostname or 'unknown host'} ({info.server_id})\n"
         f"host     {kind}\nfeatures {describe_features(info.features)}\n"

@@ -4,6 +4,10 @@ The main thread subscribes, reads the history asked for (``--history N`` newest 
 ``--since SEQ``, or everything with ``--no-follow``), prints it and opens the
 :class:`~daemon_client.cli.timeline_gate.TimelineGate`; live events are then printed from the
 callback thread until ``--duration``, Ctrl-C, a closed pipe or a lost daemon ends the wait.
+
+Every message is a complete line as soon as it is known to be complete: the last history
+message when the agent is not running, a live one when the next row or the turn's end comes,
+and whatever is open when following stops (the gate is closed first, so nothing follows it).
 """
 
 from __future__ import annotations
@@ -62,7 +66,9 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         return handle.timeline.pages("after", cursor, PAGE, timeout=ctx.timeout)
 
     if args.no_follow:
-        gate = TimelineGate(printer, print_entry, fetch_after, on_error=lambda e: None, on_note=ctx.notes.note)
+        gate = TimelineGate(
+            printer, print_entry, fetch_after, agent_id=handle.id, on_error=lambda e: None, on_note=ctx.notes.note
+        )
         gate.history(history_pages(handle, args, ctx.timeout))
         printer.end()
         return OK
@@ -72,9 +78,15 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     def failed(event: SubscriptionError) -> None:
         follow.finish(CliError(f"the timeline subscription of agent {handle.id} ended: {event.error}"))
 
-    gate = TimelineGate(printer, print_entry, fetch_after, on_error=failed, on_note=ctx.notes.note)
+    gate = TimelineGate(printer, print_entry, fetch_after, agent_id=handle.id, on_error=failed, on_note=ctx.notes.note)
     subscription = handle.timeline.subscribe(gate)
-    follow.wait_for(subscription.ready, ctx.timeout, f"following the timeline of agent {handle.id}")
-    gate.history(history_pages(handle, args, ctx.timeout))
-    gate.open()
-    return follow.wait(args.duration)
+    try:
+        follow.wait_for(subscription.ready, ctx.timeout, f"following the timeline of agent {handle.id}")
+        gate.history(history_pages(handle, args, ctx.timeout))
+        if handle.status != "running":  # no turn goes on with the last message: it is complete
+            printer.end()
+        gate.open()
+        return follow.wait(args.duration)
+    finally:  # the duration ended, Ctrl-C, a failure: nothing more is printed, the open message ends
+        gate.close()
+        printer.end()

@@ -4,6 +4,7 @@ and :mod:`daemon_client.cli.attach` with this invocation's connection. Main thre
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -49,4 +50,10 @@ def attach(args: argparse.Namespace, ctx: CommandContext) -> int:
     except (ValueError, argparse.ArgumentTypeError) as exc:
         raise CliError(f"--detach-key: {exc}", USAGE) from None
     args.detach_key = key
+    try:
+        stdin = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # no standard input at all (closed or replaced)
+        stdin = -1
+    if not attaching.reads_keys(stdin):
+        raise CliError(attaching.NOT_A_TERMINAL, USAGE)
     return _run(attaching.cmd_attach, args, ctx, out=ctx.out.stream)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from daemon_client.cli.argtypes import seconds
-from daemon_client.cli.parser import AGENT_HELP, CliParser, Registry
+from daemon_client.cli.parser import AGENT_HELP, CliParser, Registry, reconnect_args
 
 DEFAULT_RUN_TIMEOUT = 600.0
 
@@ -27,11 +27,14 @@ def _turn_args(parser: CliParser, *, prompt: bool) -> None:
         "--run-timeout", type=seconds, default=DEFAULT_RUN_TIMEOUT, metavar="SECONDS",
         help=f"stop waiting after this many seconds; the agent goes on (default {DEFAULT_RUN_TIMEOUT:g})",
     )  # fmt: skip
+    reconnect_args(parser)
 
 
 _OUTCOMES = (
     "The answer is printed on standard output; a turn that failed, was canceled, waits for a\n"
     "permission or outlasts --run-timeout exits with status 1 and one line on standard error.\n"
+    "A connection lost while waiting is regained (within --reconnect-timeout) and the same turn\n"
+    "waited for; the prompt is never sent twice.\n"
     "Ctrl-C cancels the turn (a second Ctrl-C exits at once), then exits with status 130."
 )
 
@@ -60,7 +63,8 @@ def register(registry: Registry) -> None:
 
     parser = registry.add(
         "wait", "wait for the end of an agent's current turn and print its answer", "run:wait",
-        epilog="Exits like run; Ctrl-C stops waiting and leaves the turn running.\n\n"
+        epilog="Exits like run; Ctrl-C stops waiting and leaves the turn running. An agent already idle\n"
+               "exits with status 1 (outcome null): how its last turn ended was not seen.\n\n"
                "example:\n  daemon-client permissions my-agent approve && daemon-client wait my-agent",
     )  # fmt: skip
     parser.add_argument("agent", help=AGENT_HELP)
