@@ -1,34 +1,33 @@
 """The loopback frontend of ``ReplayDaemon``: a real WebSocket server on 127.0.0.1.
 
-Built on the threaded server of the ``websockets`` library (the ``test`` extra, imported only
-here, when a replay starts serving). Threads: one ``replay-daemon-serve`` thread runs
-``serve_forever``; websockets starts one handler thread and one event-reader thread per
-connection, renamed ``replay-daemon-ws-<n>`` / ``replay-daemon-ws-<n>-recv``. Each handler
-thread plays one recorded connection (:func:`~daemon_client.testing.replay.player.run_player`).
-``close()`` stops the server and joins every thread (bounded).
+Listens through the shared :class:`~daemon_client.testing.ws_server.WsServer` (the ``test``
+extra, imported only when a replay starts serving), named ``replay-daemon``: one
+``replay-daemon-serve`` thread, and a ``replay-daemon-ws-<n>`` handler thread and a
+``replay-daemon-ws-<n>-recv`` event reader per connection. What is the replay's own lives here:
+each upgrade takes the player of the next recorded connection (or is refused with 503 when the
+recording has none left), the subprotocol is the recorded one, and each handler thread plays
+its connection (:func:`~daemon_client.testing.replay.player.run_player`). ``close()`` stops the
+server and joins every thread (bounded).
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import logging
-import socket
 import threading
-import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from daemon_client.testing.replay.player import ClientGone, ConnectionPlayer, run_player
+from daemon_client.testing.ws_server import ConnectionEnd, WsServer
 
 if TYPE_CHECKING:
     from websockets.http11 import Request, Response
-    from websockets.sync.server import Server, ServerConnection
+    from websockets.sync.server import ServerConnection
     from websockets.typing import Subprotocol
 
 __all__ = ["ReplayLoopback"]
 
-_JOIN_TIMEOUT = 5.0
+_log = logging.getLogger("daemon_client.testing.replay.loopback")
 
 
 class _NoCredentials(logging.Filter):
@@ -46,24 +45,8 @@ def _websockets_logger() -> logging.Logger:
     return logger
 
 
-class _WsEnd:
-    """A websockets connection as a player's ``ServerEnd``; used on its handler thread only."""
-
-    def __init__(self, ws: ServerConnection) -> None:
-        self._ws = ws
-
-    def send_text(self, text: str) -> None:
-        self._ws.send(text)
-
-    def send_binary(self, data: bytes) -> None:
-        self._ws.send(data)
-
-    def close(self, code: int = 1000, reason: str = "") -> None:
-        self._ws.close(code, reason)
-
-    def abort(self) -> None:
-        with contextlib.suppress(OSError):
-            self._ws.socket.shutdown(socket.SHUT_RDWR)
+def _client_gone(_code: int | None, _reason: str | None) -> ClientGone:
+    return ClientGone()
 
 
 class ReplayLoopback:
@@ -83,66 +66,32 @@ class ReplayLoopback:
         self._choose = choose_subprotocol
         self._stopping = stopping
         self._lock = threading.Lock()
-        self._server: Server | None = None
-        self._serve_thread: threading.Thread | None = None
-        self._threads: list[threading.Thread] = []
-        self._sockets: list[ServerConnection] = []
         self._players: dict[int, ConnectionPlayer] = {}
-        self._address: tuple[str, int] | None = None
-        self._numbers = itertools.count(1)
+        self._server = WsServer(
+            "replay-daemon",
+            self._handle,
+            logger=_websockets_logger(),
+            log=_log,
+            label="replay daemon",
+            process_request=self._process_request,
+            select_subprotocol=self._select_subprotocol,
+            stopping=stopping,
+        )
 
     @property
     def url(self) -> str | None:
-        address = self._address
-        return None if address is None else f"ws://{address[0]}:{address[1]}/ws"
+        address = self._server.address
+        return None if not isinstance(address, tuple) else f"ws://{address[0]}:{address[1]}/ws"
 
     def start(self, host: str, port: int) -> str:
         """Listen on ``host:port`` unless already listening; return the URL."""
-        from websockets.sync.server import serve
-
-        with self._lock:
-            if self._server is None:
-                server = serve(
-                    self._handle,
-                    host=host,
-                    port=port,
-                    process_request=self._process_request,
-                    select_subprotocol=self._select_subprotocol,
-                    compression=None,
-                    ping_interval=None,
-                    max_size=None,
-                    open_timeout=5.0,
-                    close_timeout=2.0,
-                    logger=_websockets_logger(),
-                )
-                original = server.handler
-
-                def handler(sock: socket.socket, addr: Any) -> None:
-                    thread = threading.current_thread()
-                    thread.name = f"replay-daemon-ws-{next(self._numbers)}"
-                    with self._lock:
-                        self._threads = [t for t in self._threads if t.is_alive()]
-                        self._threads.append(thread)
-                    original(sock, addr)
-
-                server.handler = handler
-                bound = server.socket.getsockname()
-                self._address = (str(bound[0]), int(bound[1]))
-                self._server = server
-                self._serve_thread = threading.Thread(
-                    target=server.serve_forever, name="replay-daemon-serve", daemon=True
-                )
-                self._serve_thread.start()
+        self._server.start((host, port))
         url = self.url
         assert url is not None
         return url
 
     # -- websockets callbacks (handler threads) ------------------------------------------------
     def _process_request(self, ws: ServerConnection, request: Request) -> Response | None:
-        ws.recv_events_thread.name = f"{threading.current_thread().name}-recv"
-        with self._lock:
-            self._sockets = [w for w in self._sockets if w.recv_events_thread.is_alive()]
-            self._sockets.append(ws)
         if request.path.split("?", 1)[0] != "/ws":
             return ws.respond(404, "Not Found\n")
         player = self._open_player()
@@ -161,37 +110,14 @@ class ReplayLoopback:
         return None if chosen is None else Subprotocol(chosen)
 
     def _handle(self, ws: ServerConnection) -> None:
-        from websockets.exceptions import ConnectionClosed
-
         with self._lock:
             player = self._players.pop(id(ws), None)
         if player is None:
             return
-
-        def recv(timeout: float) -> str | bytes:
-            try:
-                return ws.recv(timeout)
-            except ConnectionClosed:
-                raise ClientGone from None
-
-        run_player(player, _WsEnd(ws), recv, self._stopping)
+        end = ConnectionEnd(ws, self._server, _client_gone)
+        run_player(player, end, end.recv, self._stopping)
 
     # -- stopping ------------------------------------------------------------------------------
     def close(self) -> None:
         """Stop listening, close open sockets and wait (bounded) for every thread. Idempotent."""
-        with self._lock:
-            server, self._server = self._server, None
-            serve_thread, self._serve_thread = self._serve_thread, None
-        if server is None:
-            return
-        server.shutdown()
-        deadline = time.monotonic() + _JOIN_TIMEOUT
-        if serve_thread is not None:
-            serve_thread.join(max(0.0, deadline - time.monotonic()))
-        with self._lock:
-            threads, self._threads = self._threads, []
-            sockets, self._sockets = self._sockets, []
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        for ws in sockets:
-            ws.recv_events_thread.join(max(0.0, deadline - time.monotonic()))
+        self._server.close()

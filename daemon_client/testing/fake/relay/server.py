@@ -7,21 +7,20 @@ every frame it forwards (:attr:`FakeRelay.forwarded`) so that tests can check th
 plaintext crosses it. It answers ``GET /health``, refuses a bad query with HTTP 400 and any
 other path with 404; it serves relay protocol v2 only (``v=1`` and a missing ``v`` get 400).
 
-Built on the threaded server of the ``websockets`` library (the ``test`` extra). Threads: a
-``fake-relay-serve`` thread runs ``serve_forever``; each socket has a handler thread
+Listens through the shared :class:`~daemon_client.testing.ws_server.WsServer` (the ``test``
+extra), named ``fake-relay``: a ``fake-relay-serve`` thread; each socket has a handler thread
 ``fake-relay-ws-<n>`` and an event reader ``fake-relay-ws-<n>-recv``; closes requested across
 sockets run on short-lived ``fake-relay-close-<n>`` threads (websockets blocks in ``close``
 until the peer answers), and a ``fake-relay-restart`` thread listens again after a restart
-with downtime. :meth:`FakeRelay.close` joins them all (bounded). Public methods are called
-from the test thread.
+with downtime. :meth:`FakeRelay.close` joins them all (bounded). What is the relay's own lives
+here: the query checks, pairing sockets into rooms and forwarding between them. Public methods
+are called from the test thread.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -30,16 +29,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from daemon_client.testing.fake.relay.links import DEFAULT_BUFFER_LIMIT, ForwardedFrame, RelayTables
+from daemon_client.testing.ws_server import WsServer
 
 if TYPE_CHECKING:
     from websockets.http11 import Request, Response
-    from websockets.sync.server import Server, ServerConnection
+    from websockets.sync.server import ServerConnection
 
 __all__ = ["FakeRelay", "ForwardedFrame"]
 
 _log = logging.getLogger("daemon_client.testing.fake.relay")
-_JOIN_TIMEOUT = 5.0
-_BIND_RETRY_SECONDS = 2.0
 
 
 def _query(path: str) -> dict[str, str]:
@@ -74,15 +72,16 @@ class FakeRelay:
         self._tables = RelayTables(buffer_limit, self._forwarded.append if record else None)
         self._lock = threading.Lock()
         self._attached = threading.Condition(self._lock)
-        self._server: Server | None = None
-        self._serve_thread: threading.Thread | None = None
-        self._pending: tuple[threading.Thread, threading.Event] | None = None
-        self._threads: list[threading.Thread] = []
-        self._sockets: list[ServerConnection] = []
-        self._address: tuple[str, int] | None = None
-        self._serving = threading.Event()
-        self._numbers = itertools.count(1)
         self._closed = False
+        self._server = WsServer(
+            "fake-relay",
+            self._handle,
+            logger=logging.getLogger("daemon_client.testing.fake.relay.websockets"),
+            log=_log,
+            label="fake relay",
+            process_request=self._process_request,
+            max_queue=None,  # let the event reader run ahead: far fewer thread switches per frame
+        )
 
     # -- addresses -------------------------------------------------------------------------------
 
@@ -91,21 +90,20 @@ class FakeRelay:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the fake relay is closed")
-            if self._address is None:
-                self._listen((host, port))
+        self._server.start((host, port))
         return self.endpoint
 
     @property
     def endpoint(self) -> str:
         """``host:port``, as a pairing offer names a relay."""
-        address = self._address
-        if address is None:
+        address = self._server.address
+        if not isinstance(address, tuple):
             raise RuntimeError("the fake relay is not started; call start() first")
         return f"{address[0]}:{address[1]}"
 
     def wait_serving(self, timeout: float = 5.0) -> None:
         """Block until the relay listens again after :meth:`restart` with downtime."""
-        if not self._serving.wait(timeout):
+        if not self._server.wait_serving(timeout):
             raise TimeoutError(f"the fake relay was not listening again within {timeout:g} s")
 
     # -- observation -----------------------------------------------------------------------------
@@ -145,33 +143,13 @@ class FakeRelay:
 
     def drop_all(self) -> None:
         """Drop every socket (clients and daemons) without a close frame."""
-        with self._lock:
-            sockets = list(self._sockets)
-        for ws in sockets:
-            with contextlib.suppress(OSError):
-                ws.socket.shutdown(socket.SHUT_RDWR)
+        self._server.drop_all()
 
     def restart(self, downtime: float = 0.0) -> None:
         """Imitate a relay restart: drop every socket, forget every room, stop listening, and
         listen again on the same port after ``downtime`` seconds (see :meth:`wait_serving`).
         Returns at once."""
-        self._cancel_pending_restart()
-        address = self._address
-        self.drop_all()
-        self._stop_listening()
-        self._tables.clear()
-        if address is None:
-            return
-        cancel = threading.Event()
-        if downtime <= 0:
-            self._relisten(address, cancel)
-            return
-        thread = threading.Thread(
-            target=self._relisten_later, args=(address, downtime, cancel), name="fake-relay-restart", daemon=True
-        )
-        with self._lock:
-            self._pending = (thread, cancel)
-        thread.start()
+        self._server.restart(downtime, drop=True, on_stopped=self._tables.clear)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -181,9 +159,7 @@ class FakeRelay:
             if self._closed:
                 return
             self._closed = True
-        self._cancel_pending_restart()
-        self.drop_all()
-        self._stop_listening()
+        self._server.close(drop=True)
 
     def __enter__(self) -> FakeRelay:
         return self
@@ -194,51 +170,13 @@ class FakeRelay:
         self.close()
 
     def __repr__(self) -> str:
-        where = self.endpoint if self._address is not None else "not started"
+        where = self.endpoint if self._server.address is not None else "not started"
         return f"<FakeRelay {where}>"
 
     # -- the server ------------------------------------------------------------------------------
 
-    def _listen(self, address: tuple[str, int]) -> None:
-        """Start the server on ``address``; the caller holds ``_lock``."""
-        from websockets.sync.server import serve
-
-        server = serve(
-            self._handle,
-            host=address[0],
-            port=address[1],
-            process_request=self._process_request,
-            compression=None,
-            ping_interval=None,
-            max_size=None,
-            max_queue=None,  # let the event reader run ahead: far fewer thread switches per frame
-            open_timeout=5.0,
-            close_timeout=2.0,
-            logger=logging.getLogger("daemon_client.testing.fake.relay.websockets"),
-        )
-        original = server.handler
-
-        def handler(sock: socket.socket, addr: Any) -> None:
-            thread = threading.current_thread()
-            thread.name = f"fake-relay-ws-{next(self._numbers)}"
-            with self._lock:
-                self._threads = [t for t in self._threads if t.is_alive()]
-                self._threads.append(thread)
-            original(sock, addr)
-
-        server.handler = handler
-        bound = server.socket.getsockname()
-        self._address = (str(bound[0]), int(bound[1]))
-        self._server = server
-        self._serve_thread = threading.Thread(target=server.serve_forever, name="fake-relay-serve", daemon=True)
-        self._serve_thread.start()
-        self._serving.set()
-
     def _process_request(self, ws: ServerConnection, request: Request) -> Response | None:
-        ws.recv_events_thread.name = f"{threading.current_thread().name}-recv"
         with self._lock:
-            self._sockets = [w for w in self._sockets if w.recv_events_thread.is_alive()]
-            self._sockets.append(ws)
             self._requests.append((request.path, dict(request.headers.raw_items())))
         if urlsplit(request.path).path == "/health":
             return ws.respond(200, '{"status":"ok"}')
@@ -309,59 +247,4 @@ class FakeRelay:
 
     def _close_later(self, ws: Any, code: int, reason: str) -> None:
         """Close ``ws`` on a tracked thread (websockets waits for the peer's answer)."""
-        thread = threading.Thread(
-            target=ws.close, args=(code, reason), name=f"fake-relay-close-{next(self._numbers)}", daemon=True
-        )
-        with self._lock:
-            self._threads = [t for t in self._threads if t.is_alive()]
-            self._threads.append(thread)
-        thread.start()
-
-    def _stop_listening(self) -> None:
-        with self._lock:
-            server, self._server = self._server, None
-            serve_thread, self._serve_thread = self._serve_thread, None
-        self._serving.clear()
-        if server is None:
-            return
-        server.shutdown()
-        deadline = time.monotonic() + _JOIN_TIMEOUT
-        if serve_thread is not None:
-            serve_thread.join(max(0.0, deadline - time.monotonic()))
-        while True:  # a handler may start a close thread while it ends: join until none is left
-            with self._lock:
-                threads, self._threads = self._threads, []
-            if not threads or time.monotonic() >= deadline:
-                break
-            for thread in threads:
-                thread.join(max(0.0, deadline - time.monotonic()))
-        with self._lock:
-            sockets, self._sockets = self._sockets, []
-        for ws in sockets:
-            ws.recv_events_thread.join(max(0.0, deadline - time.monotonic()))
-
-    def _cancel_pending_restart(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, None
-        if pending is not None:
-            pending[1].set()
-            if pending[0] is not threading.current_thread():
-                pending[0].join(_JOIN_TIMEOUT)
-
-    def _relisten_later(self, address: tuple[str, int], downtime: float, cancel: threading.Event) -> None:
-        if not cancel.wait(downtime):
-            self._relisten(address, cancel)
-
-    def _relisten(self, address: tuple[str, int], cancel: threading.Event) -> None:
-        deadline = time.monotonic() + _BIND_RETRY_SECONDS
-        while not cancel.is_set() and not self._closed:
-            try:
-                with self._lock:
-                    if self._server is None:
-                        self._listen(address)
-                return
-            except OSError as exc:  # the port may linger briefly; retry within a bound
-                if time.monotonic() >= deadline:
-                    _log.error("fake relay: cannot listen again on %s: %s", address, exc)
-                    return
-                cancel.wait(0.05)
+        self._server.spawn(f"fake-relay-close-{self._server.next_number()}", ws.close, code, reason)
