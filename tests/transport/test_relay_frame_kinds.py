@@ -50,7 +50,8 @@ def test_terminal_output_through_the_channel_is_a_binary_frame() -> None:
     base.inbound.put(daemon.seal(output))
     base.inbound.put(daemon.seal(b'{"type":"pong"}'))
     received = channel.recv()
-    assert type(received) is bytes and received == output
+    assert type(received) is bytes
+    assert received == output
     assert channel.recv() == '{"type":"pong"}'
 
 
@@ -92,7 +93,8 @@ def test_a_frame_that_is_not_base64_is_fatal() -> None:
 def test_the_replay_window_forgets_the_oldest_nonce_first() -> None:
     window = ReplayWindow(size=2)
     first, second, third = (bytes([n]) * 24 for n in (1, 2, 3))
-    assert window.admit(first) and window.admit(second)
+    assert window.admit(first)
+    assert window.admit(second)
     assert not window.admit(first)
     assert window.admit(third)  # the window is full: first is forgotten
     assert len(window) == 2
