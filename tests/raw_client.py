@@ -34,7 +34,7 @@ import websocket
 
 from daemon_client.testing.fake.daemon import FakeDaemon
 from daemon_client.testing.fake.engine.connection import FakeConnection
-from daemon_client.transport.base import ConnectParams, FrameRejected, TransportClosed
+from daemon_client.transport.base import ConnectParams, FrameRejected, ProtocolViolation, TransportClosed
 from daemon_client.transport.memory import MemoryTransport
 
 __all__ = [
@@ -56,8 +56,9 @@ READER_THREAD_PREFIX = "raw-client-reader"
 
 Event = tuple[Any, ...]
 """What the socket delivered: ``("text", str)``, ``("invalid", bytes)`` (a text frame that is
-not UTF-8), ``("binary", bytes)``, ``("close", code, reason)`` or ``("dropped",)`` (the
-connection ended without a close frame). The last two end the connection."""
+not UTF-8; over memory the transport then fails the connection with 1007, so it comes last),
+``("binary", bytes)``, ``("close", code, reason)`` or ``("dropped",)`` (the connection ended
+without a close frame). The last two end the connection."""
 
 Message = tuple[str, dict[str, Any]]
 """A session frame as (message type, payload); a top-level frame as (type, frame)."""
@@ -138,6 +139,10 @@ class _MemorySocket:
             data = self.transport.recv()
         except FrameRejected as exc:
             return ("invalid", exc.preview)
+        except ProtocolViolation as exc:  # the memory transport fails the connection (1007)
+            if exc.code != 1007:
+                raise
+            return ("invalid", b"")
         except TransportClosed as exc:
             return ("dropped",) if exc.code is None else ("close", exc.code, exc.reason)
         return ("binary", data) if isinstance(data, bytes) else ("text", data)

@@ -161,12 +161,12 @@ def test_bad_trace_targets_are_refused(tmp_path: Path) -> None:
         dc.Client("ws://localhost/ws", trace=str(tmp_path / "missing" / "dir" / "t.jsonl"))
 
 
-def test_binary_frames_are_recorded_whole_in_base64(
+def test_binary_frames_are_recorded_whole_in_base64_with_trace_binary(
     fakes: Callable[..., FakeDaemon], make_client: Callable[..., dc.Client]
 ) -> None:
     fake = fakes()
     stream = io.StringIO()
-    client = make_client(fake, trace=stream)
+    client = make_client(fake, trace=stream, trace_binary=True)
     client.connect()
     payload = bytes(range(256)) * 3
     fake.send_raw(payload, binary=True)

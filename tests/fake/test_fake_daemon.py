@@ -495,10 +495,10 @@ def test_send_raw(fakes: Fake, connect: Connect) -> None:
     client.handshake()
     assert fake.send_raw("not json") == 1
     assert client.next_event() == ("text", "not json")
-    fake.send_raw(b"\xff\xfe{}")
-    assert client.next_event()[0] == "invalid"
     fake.send_raw(b"\x00\x01", binary=True)
     assert client.next_event()[0] == "binary"
+    fake.send_raw(b"\xff\xfe{}")  # last: the client's memory transport fails the connection on it
+    assert client.next_event()[0] == "invalid"
 
 
 # -- lifecycle -------------------------------------------------------------------------------------

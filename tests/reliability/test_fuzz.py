@@ -192,7 +192,15 @@ frame_bytes = st.one_of(
         lambda t: t[0][: t[1]] + bytes([t[2]]) + t[0][t[1] + 1 :]  # one byte replaced
     ),
 )
-raw_frames = st.tuples(frame_bytes, st.booleans())  # (payload bytes, sent as a binary frame)
+
+
+def _as_frame(data: bytes, binary: bool) -> tuple[bytes, bool]:
+    """A text frame that is not UTF-8 fails the connection (1007, tests/reliability/test_bad_input.py),
+    so as a text frame its bytes are made valid; as a binary frame they are sent as they are."""
+    return (data, True) if binary else (data.decode("utf-8", errors="replace").encode("utf-8"), False)
+
+
+raw_frames = st.tuples(frame_bytes, st.booleans()).map(lambda t: _as_frame(*t))  # (payload, binary?)
 
 
 @pytest.mark.usefixtures("quiet_client_logs")

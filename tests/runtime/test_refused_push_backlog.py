@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 
 from daemon_client.runtime.backlog import FlowControl
-from daemon_client.runtime.dispatch import Dispatcher
+from daemon_client.runtime.dispatch import Dispatcher, call_plain
 
 
 class RefuseFirst:
@@ -33,8 +33,8 @@ def test_an_admitted_push_the_executor_refuses_is_no_longer_counted_in_the_backl
     dispatcher = Dispatcher(executor=executor, on_error=errors.append, flow_control=FlowControl(4, None))
     delivered: list[int] = []
     try:
-        assert dispatcher.post_admitted(lambda: delivered.append(1), 100)
-        assert dispatcher.post_admitted(lambda: delivered.append(2), 200)
+        assert dispatcher.post_if_admitted(call_plain, lambda: delivered.append(1), None, 100)
+        assert dispatcher.post_if_admitted(call_plain, lambda: delivered.append(2), None, 200)
         assert dispatcher.flush()  # handed over after both refusals: proves they were handled
         stats = dispatcher.backlog.stats()
         assert (stats.queued_events, stats.queued_bytes) == (0, 0)
@@ -43,8 +43,8 @@ def test_an_admitted_push_the_executor_refuses_is_no_longer_counted_in_the_backl
         # The limit (4 events) is not eaten by refused pushes: four more are admitted and run.
         ran = threading.Event()
         for n in range(4):
-            assert dispatcher.post_admitted(functools.partial(delivered.append, n), 1)
-        dispatcher.post(ran.set)
+            assert dispatcher.post_if_admitted(call_plain, functools.partial(delivered.append, n), None, 1)
+        dispatcher.post_in_order(ran.set)
         assert ran.wait(5)
         assert delivered == [0, 1, 2, 3]
     finally:
