@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from daemon_client import _nesting as nesting
 from daemon_client.api.agents.handle import AgentHandle
 from daemon_client.cli.exit_codes import USAGE, CliError
 from daemon_client.cli.render import table
@@ -25,7 +26,7 @@ ClientFactory = Callable[[argparse.Namespace], Client]
 def _value(text: str) -> Any:
     """A command-line value: JSON when it parses (``true``, ``3``, ``{"a":1}``), else the text."""
     try:
-        return json.loads(text)
+        return nesting.loads(text, "the value")  # nested too deep: the text, as any non-JSON
     except ValueError:
         return text
 

@@ -31,6 +31,7 @@ import threading
 import time
 from typing import IO, Any
 
+from daemon_client import _nesting as nesting
 from daemon_client.transport.trace_scrub import REDACTED, Secrets
 
 __all__ = ["TraceSink", "TraceTarget", "acquire_sink"]
@@ -161,7 +162,7 @@ class TraceSink:
         secrets = self.secrets
         if kind == "text":
             try:
-                decoded = json.loads(value)
+                decoded = nesting.loads(value, "a traced frame")  # too deep: recorded as raw text
             except ValueError:
                 return f'"raw":{_json(secrets.text(value))}'
             return f'"frame":{_json(secrets.value(decoded))}'

@@ -36,3 +36,35 @@ def test_a_deeply_nested_recording_line_names_the_file_and_line(tmp_path: Path) 
     path.write_text(OK + "\n" + '{"dir":"in","frame":' + "[" * 50_000 + "]" * 50_000 + "}\n", encoding="utf-8")
     with pytest.raises(RecordingError, match=rf"{path}:2: .*nesting limit"):
         Recording.load(path)
+
+
+DEEP = "[" * 50_000 + "]" * 50_000
+
+
+def test_a_deeply_nested_plaintext_frame_on_the_relay_is_not_a_message_type() -> None:
+    from daemon_client.transport.relay.channel import message_type
+
+    assert message_type('{"type":"e2ee_ready","x":' + DEEP + "}") is None
+
+
+def test_a_deeply_nested_traced_frame_is_recorded_as_scrubbed_raw_text() -> None:
+    import io
+
+    from daemon_client.transport.trace_sink import TraceSink
+
+    sink = TraceSink(io.StringIO()).acquire()
+    try:
+        sink.secrets.add(["hunter2-secret"])
+        line = json.loads(sink._line(0.0, "c1", "in", "text", '{"password":"hunter2-secret","x":' + DEEP + "}"))
+    finally:
+        sink.release(5.0)
+    assert "frame" not in line
+    assert "hunter2-secret" not in line["raw"]
+    assert line["raw"].startswith('{"password":"<redacted>"')
+
+
+def test_a_deeply_nested_command_line_value_is_taken_as_text() -> None:
+    from daemon_client.cli.settings import _value
+
+    assert _value(DEEP) == DEEP
+    assert _value('{"a":[1]}') == {"a": [1]}

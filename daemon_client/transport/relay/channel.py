@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from daemon_client import _nesting as nesting
 from daemon_client._wire import WireFrame, classify_message
 from daemon_client.errors import PairingError
 from daemon_client.transport.base import (
@@ -59,7 +60,7 @@ PAIR_AGAIN = "pair again: run `paseo daemon pair` on the daemon's machine and us
 def message_type(text: str) -> str | None:
     """The ``type`` of a plaintext JSON object frame, else ``None``."""
     try:
-        decoded: Any = json.loads(text)
+        decoded: Any = nesting.loads(text, "a relay frame")
     except ValueError:
         return None
     kind = decoded.get("type") if isinstance(decoded, dict) else None

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from daemon_client import _nesting as nesting
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.testing.fake.engine.core import (
     BEARER_PREFIX,
@@ -241,7 +242,7 @@ class FakeConnection:
 
     def handle_text(self, text: str) -> None:
         try:
-            decoded: Any = json.loads(text)
+            decoded: Any = nesting.loads(text, "a client frame")
         except ValueError:
             self.core.record(ReceivedFrame({"raw": text}, self, text))
             if self.hello is None:

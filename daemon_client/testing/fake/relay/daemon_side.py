@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 import socket
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from daemon_client import _nesting as nesting
 from daemon_client._wire import classify_message
 from daemon_client.discovery.offer import RelayTarget, decode_key
 from daemon_client.testing.fake.engine.connection import FakeConnection, SocketClosed, run_connection
@@ -48,7 +48,7 @@ READY_FRAME = '{"type":"e2ee_ready"}'
 
 def _json_type(text: str) -> tuple[str | None, dict[str, Any] | None]:
     try:
-        decoded: Any = json.loads(text)
+        decoded: Any = nesting.loads(text, "a relay frame")
     except ValueError:
         return None, None
     if not isinstance(decoded, dict):
