@@ -24,9 +24,6 @@ import pytest
 import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
 
-AT_ONCE = 0.5
-"""A ``WouldDeadlock`` must come within this many seconds (the waits involved are longer)."""
-
 
 def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
@@ -248,13 +245,13 @@ def test_in_strict_mode_close_from_a_callback_defers_the_errors_to_the_test_thre
 def test_a_callback_sleeping_for_seconds_delays_other_callbacks_but_loses_nothing(fakes, make_client) -> None:
     fake, client = _setup(fakes, make_client)
     canary = Canary(fake, client)
-    sleeping = threading.Event()
+    sleeping, wake = threading.Event(), threading.Event()
     slow_seen = RecordingHandler[int]("slow")
 
     def slow(update: dc.TimelineUpdate) -> None:
         if update.seq == 1:
             sleeping.set()
-            time.sleep(1.5)
+            wake.wait(10)  # asleep until the test has seen a reply get past it
         slow_seen(update.seq or 0)
 
     client.agents.ref("a1").timeline.subscribe(slow).ready.result(5)
@@ -264,10 +261,10 @@ def test_a_callback_sleeping_for_seconds_delays_other_callbacks_but_loses_nothin
     for n in range(100):  # queued behind the sleeping callback
         appended.append(fake.timeline.append("a1", {"type": "assistant_message", "text": f"{n}"}))
         canary.feed()
-    started = time.monotonic()
-    assert client.request({"type": "echo_request", "value": 3})["echo"] == 3  # replies do not queue
-    assert time.monotonic() - started < 0.5
+    assert client.request({"type": "echo_request", "value": 3})["echo"] == 3  # replies do not queue:
+    assert not wake.is_set()  # it came back while the callback thread is still asleep
     assert client._dispatcher.pending > 0  # the others wait behind the sleeper
+    wake.set()
     assert slow_seen.wait_for(len(appended), timeout=10) == appended
     canary.check()
 
@@ -294,12 +291,10 @@ def test_close_while_a_callback_sleeps_returns_within_its_timeout(fakes, make_cl
     assert sleeping.wait(5)
     dispatcher = client._dispatcher._thread
     assert dispatcher is not None
-    started = time.monotonic()
     client.close(timeout=0.5)
-    elapsed = time.monotonic() - started
-    assert elapsed < 0.5 + 1.0, elapsed
     assert client.state is dc.ConnectionState.DISPOSED
-    assert dispatcher.is_alive()  # the sleeper still runs
+    assert dispatcher.is_alive()  # the sleeper still runs: close() did not wait for it
+    assert after_close.empty()  # and the callback has not got past its sleep
     assert "still running" in caplog.text
     wake.set()
     assert isinstance(after_close.get(timeout=5), dc.ClientClosed)
@@ -507,12 +502,11 @@ def test_waits_for_the_callback_thread_raise_would_deadlock_at_once_inside_callb
     outcomes = RecordingHandler[tuple]("outcomes")
 
     def attempt(name: str, wait: Callable[[], object]) -> None:
-        started = time.monotonic()
-        try:
+        try:  # a wait that blocked would end in TimeoutError after its 5 s, not in WouldDeadlock
             wait()
             outcomes((name, "returned"))
         except dc.WouldDeadlock:
-            outcomes((name, "WouldDeadlock" if time.monotonic() - started < AT_ONCE else "WouldDeadlock, late"))
+            outcomes((name, "WouldDeadlock"))
         except BaseException as exc:
             outcomes((name, f"{type(exc).__name__}: {exc}"))
 
@@ -565,11 +559,9 @@ def test_process_events_inside_a_manual_callback_raises_would_deadlock(fakes, ma
     while not sub.ready.done() and time.monotonic() < deadline:
         client.process_events(timeout=0.05)
     fake.timeline.append("a1", {"type": "assistant_message", "text": "go"})
-    started = time.monotonic()
     while not outcomes and time.monotonic() < deadline:
         client.process_events(timeout=0.05)
-    assert outcomes == ["WouldDeadlock", "WouldDeadlock"]
-    assert time.monotonic() - started < 2 * AT_ONCE + 0.2
+    assert outcomes == ["WouldDeadlock", "WouldDeadlock"]  # a blocked wait would have returned instead
 
 
 def test_would_deadlock_inside_a_callback_run_by_a_user_executor(fakes, make_client) -> None:
@@ -612,13 +604,12 @@ def test_recording_handler_wait_for_inside_a_callback_before_its_first_call(fake
     outcome: queue.Queue[object] = queue.Queue()
 
     def handler(update: dc.TimelineUpdate) -> None:
-        started = time.monotonic()
         try:
             never_called.wait_for(1, timeout=1.0)
             outcome.put("returned")
-        except BaseException as exc:
-            outcome.put((type(exc).__name__, time.monotonic() - started < AT_ONCE))
+        except BaseException as exc:  # blocked for its timeout: TimeoutError
+            outcome.put(type(exc).__name__)
 
     client.agents.ref("a1").timeline.subscribe(lambda u: handler(u) if u.seq else None).ready.result(5)
     fake.timeline.append("a1", {"type": "assistant_message", "text": "go"})
-    assert outcome.get(timeout=5) == ("WouldDeadlock", True)
+    assert outcome.get(timeout=5) == "WouldDeadlock"

@@ -210,10 +210,8 @@ def test_wss_refuses_a_self_signed_daemon_by_default_before_sending_credentials(
     assert url.startswith("wss://")
     client = dc.Client(url, password=SAFE_PASSWORD, connect_timeout=5)  # no ssl_context: the defaults
     try:
-        started = time.monotonic()
         with pytest.raises(dc.ConnectionLost, match=r"(?i)certificate verify failed") as refused:
             client.connect(timeout=10)
-        assert time.monotonic() - started < 5
     finally:
         client.close()
     assert fake.accepted_count == 0  # the TLS handshake failed: no upgrade, so no header carried the password
