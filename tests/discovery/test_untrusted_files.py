@@ -123,3 +123,45 @@ def test_a_pid_file_gone_bad_between_reconnects_never_ends_the_reader(home: Path
         assert back.wait(10)  # the reader lived on and dialled again
         assert lookups["bad"] >= 1
         client._targets._lookup = real
+
+
+@pytest.mark.parametrize("bad", ["deep", "huge-pid", "fifo"])
+def test_a_pid_file_made_bad_then_fixed_is_read_again_at_every_attempt(home: Path, fakes, bad: str) -> None:
+    """The whole story on real files: connected through the pid file; the file goes bad and the
+    daemon drops the connection; attempts fail (the file is skipped) without ending the reader;
+    once the file is fixed, the next attempt finds the daemon again."""
+    import threading
+
+    fake = fakes("capable")
+    listen = fake.serve().split("//", 1)[1].removesuffix("/ws")
+    lock = {"pid": os.getpid(), "hostname": socket.gethostname(), "listen": listen}
+    pid_file = home / "paseo.pid"
+    pid_file.write_text(json.dumps(lock), encoding="utf-8")
+    policy = dc.ReconnectPolicy(base_delay=0.01, max_delay=0.05, stable_after=0.0)
+    attempts, back = threading.Semaphore(0), threading.Event()
+
+    def on_state(_old: dc.ConnectionState, new: dc.ConnectionState, _why: str) -> None:
+        if new is dc.ConnectionState.CONNECTING:
+            attempts.release()
+        elif new is dc.ConnectionState.CONNECTED:
+            back.set()
+
+    with dc.connect(strict=True, reconnect=policy, connect_timeout=2.0) as client:
+        client.on_state_change(on_state)
+        pid_file.unlink()
+        if bad == "deep":
+            pid_file.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+        elif bad == "huge-pid":
+            pid_file.write_text(json.dumps({**lock, "pid": 2**40}), encoding="utf-8")
+        else:
+            os.mkfifo(pid_file)
+        fake.drop_connections()
+        for _ in range(3):  # three attempts that found no daemon: the reader lives on
+            assert attempts.acquire(timeout=10)
+        assert client.state is not dc.ConnectionState.DISPOSED
+        assert fake.accepted_count == 1  # the bad file was read again: it no longer leads to the daemon
+        back.clear()
+        pid_file.unlink()
+        pid_file.write_text(json.dumps(lock), encoding="utf-8")
+        assert back.wait(15), client.state
+        client.ping()
