@@ -121,4 +121,4 @@ class ClientContext:
 
     def new_future(self) -> Future[Any]:
         """A future whose done-callbacks run on the callback thread."""
-        return CallbackFuture(self._dispatcher.post_in_order)
+        return CallbackFuture(self._dispatcher.post_or_run_now)

@@ -26,10 +26,9 @@ from daemon_client.runtime.timers import Timer, TimerThread
 
 _log = logging.getLogger("daemon_client.runtime.requests")
 T = TypeVar("T")
-Post = Callable[[Callable[[], None]], "int | None"]
-"""Queue a job for the callback thread: ``Dispatcher.post_in_order`` (``0``: not queued, the
-client is closed; else the post's number) or ``Dispatcher.post_or_run_now`` (``None``: taken care
-of, it runs exactly once)."""
+Post = Callable[[Callable[[], None]], None]
+"""Queue a job for the callback thread, or once the client is closed run it at once on this
+thread, its errors reported like any callback's: ``Dispatcher.post_or_run_now``."""
 SettleHook = Callable[[dict[str, Any] | None, BaseException | None], None]
 """Internal hook told how a request ended, before its future is settled. It runs on the
 thread that settles it (reader, timer, or the thread failing it) and must not block."""
@@ -52,9 +51,7 @@ class CallbackFuture(Future[T]):
         post = self._post
 
         def forward(fut: Future[T]) -> None:
-            job = functools.partial(_call, fn, fut)
-            if post(job) == 0:  # not queued (None: post_or_run_now ran it or queued it)
-                _call_isolated(job)
+            post(functools.partial(_call, fn, fut))  # what it raises reaches on_callback_error
 
         super().add_done_callback(forward)
 
@@ -64,13 +61,6 @@ ReplyFuture = CallbackFuture[dict[str, Any]]
 
 def _call(fn: Callable[[Future[T]], object], fut: Future[T]) -> None:
     fn(fut)
-
-
-def _call_isolated(job: Callable[[], None]) -> None:
-    try:
-        job()
-    except Exception:  # noqa: BLE001 - as concurrent.futures does for its own callbacks
-        _log.exception("a done-callback raised")
 
 
 class PendingRequest:

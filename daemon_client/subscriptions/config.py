@@ -84,7 +84,7 @@ class ConfigSubscription(Generic[C]):
         self.handler = handler
         self.on_restored = on_restored
         self.on_error = on_error
-        self.ready: Future[C] = CallbackFuture(manager.dispatcher.post_in_order)
+        self.ready: Future[C] = CallbackFuture(manager.dispatcher.post_or_run_now)
         self.state = ConfigState.PENDING
         """Changed only through ``lifecycle.move``, under the manager's lock."""
 

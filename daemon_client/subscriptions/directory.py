@@ -142,7 +142,7 @@ class DirectoryObservation(Generic[S]):
         ``failed`` (released: see ``error``) or ``released``."""
         self._subscription_id: str | None = None
         self.capable = False
-        self.ready: Future[S] = CallbackFuture(manager.dispatcher.post_in_order)
+        self.ready: Future[S] = CallbackFuture(manager.dispatcher.post_or_run_now)
         """Resolves to the first snapshot; fails if establishment fails or the client closes."""
         self.error: BaseException | None = None
         """Why (re-)establishing failed (``state`` is then ``FAILED``); ``None`` otherwise."""

@@ -143,7 +143,7 @@ class Membership:
         """Counts establishments; jobs posted for an older one are dropped when they run."""
         self.attempt = 0
         """Counts establishment attempts; a reply or failure for an older one is stale."""
-        self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post_in_order)
+        self.ready: Future[MembershipAck] = CallbackFuture(manager.dispatcher.post_or_run_now)
         self._teardown: Future[dict[str, Any]] | None = None
         self._lag: Lag = manager.flow.lag(lambda: repr(self), self._recover)
         """What flow control skipped for this handle (see :mod:`daemon_client.subscriptions.flow`)."""

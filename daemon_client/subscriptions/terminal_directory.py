@@ -92,7 +92,7 @@ class TerminalDirectorySubscription:
         self.key = key
         self._handler = handler
         self.state = DirectoryState.PENDING
-        self.ready: Future[TerminalsChanged] = CallbackFuture(manager.dispatcher.post_in_order)
+        self.ready: Future[TerminalsChanged] = CallbackFuture(manager.dispatcher.post_or_run_now)
         self._current: TerminalsChanged | None = None
 
     @property

@@ -114,7 +114,7 @@ class TerminalStream:
         self.slot: int | None = None
         """The daemon's slot for this terminal on the current connection (``None`` when not live)."""
         self._ever_ready = False
-        self.ready: Future[int] = CallbackFuture(manager.dispatcher.post_in_order)
+        self.ready: Future[int] = CallbackFuture(manager.dispatcher.post_or_run_now)
         """Resolves to the first slot; fails if the daemon refuses or the client closes."""
         self._on_output = on_output
         self._on_snapshot = on_snapshot
