@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-import daemon_client as dc
-
 
 def _boom(fut: Future[Any]) -> None:
     raise RuntimeError("done-callback bug")
