@@ -1,6 +1,7 @@
 """The ``Transport`` protocol: the only thing the client needs from a WebSocket.
 
-A transport carries whole frames: text frames as ``str``, binary frames as ``bytes``. The
+A transport carries whole frames: text frames as ``str``, binary frames as ``bytes`` (the one
+frame type of the pipeline, ``daemon_client._wire.WireFrame``: the Python type is the opcode). The
 connection supervisor's reader thread is the only caller of :meth:`Transport.recv`; every
 other method may be called from any thread (the client calls ``send_text``, ``send_binary``
 and ``close`` from one writer thread per socket, and ``abort`` from any thread; ``abort`` must
@@ -15,6 +16,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from daemon_client._wire import WireFrame
 from daemon_client.errors import DaemonClientError
 
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -107,7 +109,7 @@ class Transport(Protocol):
     def send_binary(self, data: bytes) -> None:
         """Send one binary frame; raise :class:`TransportError` if the socket is gone."""
 
-    def recv(self) -> str | bytes:
+    def recv(self) -> WireFrame:
         """Block until the next data frame: a text frame strictly UTF-8 decoded (``str``), or a
         binary frame's payload (``bytes``).
 

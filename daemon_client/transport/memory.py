@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
+from daemon_client._wire import WireFrame
 from daemon_client.transport.base import (
     ConnectParams,
     FrameRejected,
@@ -168,7 +169,7 @@ class MemoryTransport(_Endpoint):
         self._server = server
         self._acceptor(server)  # may raise TransportError to refuse
 
-    def recv(self) -> str | bytes:
+    def recv(self) -> WireFrame:
         item = self._recv_item(None)
         limit = self.max_frame_bytes
         if isinstance(item, str):
