@@ -50,7 +50,7 @@ def test_every_recorded_daemon_frame_decodes() -> None:
     counts: dict[str, int] = {}
     for name, number, line in transcript_lines():
         if line["dir"] != "in" or "frame" not in line or "binary" in line["frame"]:
-            continue  # binary frames (terminal streams, file 13): tests/client/test_terminal_transcript.py
+            continue  # binary frames (terminal streams, file 13): tests/protocol/test_terminal_transcript.py
         frame = decode_frame(json.dumps(line["frame"]))
         where = f"{name}:{number}"
         assert not isinstance(frame, UnknownMessage), where
