@@ -30,7 +30,7 @@ TERMINAL_ID = "term-bench"
 FRAME_BYTES = 1024
 CHUNK = 1000
 """Frames per pre-encoded block the server writes again and again."""
-_LINE = "\x1b[32mPASSED\x1b[0m tests/client/test_terminal_streams.py::test_snapshot_output_input_and_exit\r\n"
+_LINE = "\x1b[32mPASSED\x1b[0m tests/subscriptions/test_terminal_streams.py::test_snapshot_output_input_and_exit\r\n"
 OUTPUT_TEXT = (_LINE * (FRAME_BYTES // len(_LINE) + 1))[:FRAME_BYTES].encode("ascii")
 """1 KiB of test-runner output with colour escapes: one Output frame's payload."""
 

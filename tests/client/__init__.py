@@ -1,1 +1,2 @@
-"""Tests of the client through its public API, in memory and over loopback."""
+"""Tests of the composition root (daemon_client/client): construction, connecting, credentials,
+whole-client parity."""

@@ -1,7 +1,7 @@
 """Callbacks that misbehave: raise, sleep, block, release their own subscription, close the client,
 or wait for something only the callback thread can deliver.
 
-``tests/client/test_callbacks.py`` covers the basics with push listeners (a raising listener, strict
+``tests/runtime/test_callbacks.py`` covers the basics with push listeners (a raising listener, strict
 mode, ``request``/``ping``/``close`` from a listener, ``flush_callbacks`` and
 ``RecordingHandler.wait_for`` raising ``WouldDeadlock``). This file does the same from every
 other kind of callback (timeline handlers, directory callbacks, provider handlers, state

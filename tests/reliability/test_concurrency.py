@@ -13,7 +13,7 @@ forces the interleaving: BUG_OBSERVE_LEAK, BUG_UNION_AFTER_RECONNECT and BUG_UNI
 now regression tests). BUG_STALE_UNION (a ``ready`` that never resolved on a selective host: a
 caller's establishment failure handled after the next connection's restore put the handle back
 to pending for good) is fixed too; its deterministic tests are in
-tests/client/test_subscription_contract.py, and this test no longer tolerates its symptom.
+tests/subscriptions/test_subscription_contract.py, and this test no longer tolerates its symptom.
 BUG_WRITE_BEFORE_HELLO (a request that saw the old connection written on the next transport
 before its hello: the daemon closed it with 4002 and the client stopped for good) is fixed and
 pinned down below.

@@ -24,9 +24,9 @@ import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
 from daemon_client.transport.base import TransportError
 from daemon_client.transport.frames import OP_TEXT, FrameReader
-from tests.client.test_frames import frame
 from tests.reliability.conftest import StateLog, client_threads, wait_until
 from tests.reliability.stalls import BOUND, DeafDaemon
+from tests.transport.test_frames import frame
 
 TIMELINE_REQUEST = "agent.timeline.set_subscription.request"
 RELEASE = "subscription.release.request"

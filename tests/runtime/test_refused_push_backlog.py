@@ -1,6 +1,6 @@
 """A callback executor that refuses an admitted push releases what the backlog counted for it
 (:meth:`daemon_client.runtime.dispatch.Dispatcher._hand_over`), for any admitted push, not only
-for a run of terminal output (that case: ``tests/client/test_terminal_flow.py``)."""
+for a run of terminal output (that case: ``tests/subscriptions/test_terminal_flow.py``)."""
 
 from __future__ import annotations
 

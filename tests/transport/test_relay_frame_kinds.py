@@ -12,7 +12,7 @@ from daemon_client.protocol import terminal_frames
 from daemon_client.transport.base import TransportError
 from daemon_client.transport.relay.replay_window import ReplayWindow
 
-from ..client.test_relay_channel import ScriptedBase, _open
+from .test_relay_channel import ScriptedBase, _open
 
 
 @pytest.mark.parametrize(

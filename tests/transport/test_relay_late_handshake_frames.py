@@ -9,7 +9,8 @@ import pytest
 pytest.importorskip("nacl")
 
 from daemon_client.transport.base import TransportError
-from tests.client.test_relay_channel import READY, ScriptedBase, _open
+
+from .test_relay_channel import READY, ScriptedBase, _open
 
 LATE_HELLO = '{"type":"e2ee_hello","key":"bGF0ZQ=="}'
 

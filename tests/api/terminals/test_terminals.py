@@ -11,7 +11,7 @@ import pytest
 import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
 
-from ..conftest import TRANSPORTS
+from ...conftest import TRANSPORTS
 
 HOSTS = {
     "capable": ("capable", {}),

@@ -16,8 +16,8 @@ import pytest
 from daemon_client import Client
 from daemon_client.testing import FakeDaemon
 
-from . import test_directories as directories
-from . import test_timeline as timeline
+from ..api.agents import test_timeline as timeline
+from ..subscriptions import test_directories as directories
 
 pytest.importorskip("nacl", reason="relay tests need the relay extra (PyNaCl)")
 

@@ -2,7 +2,9 @@
 
 The daemon's models use only some of the field types the rule supports (unions of several
 types, number fields, sequences of scalars, typed maps, types read by cattrs); these small
-models exercise the rest, so a model that starts using one behaves as documented.
+models exercise the rest, so a model that starts using one behaves as documented. A lenient integer
+field takes an integral float (``2.0``, as some JSON encoders write it) and refuses a fractional one
+(``1.5``) instead of truncating it.
 """
 
 from __future__ import annotations
@@ -226,3 +228,32 @@ def test_the_memory_of_warned_entries_is_bounded_and_forgets_the_oldest_first(ca
     assert not _skips(caplog)
     skip(0)  # forgotten: warned about again
     assert _skips(caplog) == ["skipped BoundedModel at bounded[0] (no usable 'id'): {\"n\":0}"]
+
+
+@attrs.frozen
+class Counted:
+    id: str
+    count: int | None = None
+    extra_fields: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Numbered:
+    number: int
+
+
+def test_an_integral_float_is_read_as_an_integer() -> None:
+    read = structure({"id": "c1", "count": 2.0}, Counted)
+    assert read.count == 2
+    assert type(read.count) is int
+
+
+def test_a_lenient_integer_field_given_a_fraction_is_not_truncated() -> None:
+    read = structure({"id": "c1", "count": 1.5}, Counted)
+    assert read.count is None
+    assert read.extra_fields == {"count": 1.5}  # kept as it came, not 1
+
+
+def test_an_integer_identity_given_a_fraction_makes_the_object_unreadable() -> None:
+    with pytest.raises(MissingIdentity, match="no usable 'number'"):
+        structure({"number": 1.5}, Numbered)

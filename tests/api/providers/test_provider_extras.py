@@ -17,8 +17,8 @@ from daemon_client.protocol.provider_usage import parse_usage
 from daemon_client.protocol.providers import AvailableProvider, ProviderModel
 from daemon_client.testing import FakeDaemon
 
-from ..conftest import KINDS, TRANSPORTS
-from .lossless import assert_lossless, replay, session_frames, transcript
+from ...conftest import KINDS, TRANSPORTS
+from ..lossless import assert_lossless, replay, session_frames, transcript
 
 Connected = Callable[..., tuple[FakeDaemon, dc.Client]]
 CWD = "/home/dev/projects/demo"

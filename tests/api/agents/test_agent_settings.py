@@ -18,8 +18,8 @@ from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.directory import parse_agent_list, parse_agent_update
 from daemon_client.testing import FakeDaemon, RecordingHandler
 
-from ..conftest import KINDS, TRANSPORTS
-from .lossless import assert_lossless, recorded_replies, replay, session_frames, transcript
+from ...conftest import KINDS, TRANSPORTS
+from ..lossless import assert_lossless, recorded_replies, replay, session_frames, transcript
 
 Connected = Callable[..., tuple[FakeDaemon, dc.Client]]
 CWD = "/home/dev/projects/demo"

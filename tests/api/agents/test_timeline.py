@@ -10,8 +10,8 @@ import pytest
 import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
 
-from ..conftest import KINDS
-from ..helpers import session_frames as _frames
+from ...conftest import KINDS
+from ...helpers import session_frames as _frames
 
 SET = "agent.timeline.set_subscription.request"
 

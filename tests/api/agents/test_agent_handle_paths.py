@@ -11,8 +11,8 @@ import daemon_client as dc
 from daemon_client.testing import FakeDaemon
 from daemon_client.testing.fake.engine.handlers import RequestContext
 
-from ..conftest import KINDS
-from ..helpers import session_frames as _frames
+from ...conftest import KINDS
+from ...helpers import session_frames as _frames
 
 CWD = "/home/dev/projects/demo"
 

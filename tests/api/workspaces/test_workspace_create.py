@@ -16,8 +16,8 @@ from daemon_client.protocol.directory import parse_workspace_list, parse_workspa
 from daemon_client.protocol.worktrees import WorktreeArchive, WorktreeInfo, create_message
 from daemon_client.testing import FakeDaemon
 
-from ..conftest import KINDS, TRANSPORTS
-from .lossless import assert_lossless, replay, session_frames, transcript
+from ...conftest import KINDS, TRANSPORTS
+from ..lossless import assert_lossless, replay, session_frames, transcript
 
 Connected = Callable[..., tuple[FakeDaemon, dc.Client]]
 REPO = "/home/dev/projects/demo-repo"

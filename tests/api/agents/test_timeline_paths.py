@@ -13,7 +13,7 @@ from daemon_client.api.agents import timeline as timeline_module
 from daemon_client.testing import FakeDaemon
 from daemon_client.testing.fake.engine.handlers import RequestContext
 
-from ..conftest import KINDS
+from ...conftest import KINDS
 
 SET = "agent.timeline.set_subscription.request"
 

@@ -1,1 +1,0 @@
-"""Fixtures of the client tests: the shared ones live in tests/conftest.py."""
