@@ -33,6 +33,6 @@ class DaemonPort(Protocol):
     timeline: FakeTimeline
     providers: FakeProviders
 
-    def push(self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None) -> int:
-        """Send one session message to one or every handshaken connection."""
-        ...
+    def push(
+        self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None
+    ) -> int: ...

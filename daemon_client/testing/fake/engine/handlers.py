@@ -67,9 +67,9 @@ class DaemonHandle(Protocol):
     their own type; the engine itself only pushes.
     """
 
-    def push(self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None) -> int:
-        """Send one session message to one or every handshaken connection."""
-        ...
+    def push(
+        self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None
+    ) -> int: ...
 
 
 @attrs.frozen

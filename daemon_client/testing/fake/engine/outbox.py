@@ -64,9 +64,7 @@ Listing = tuple["str | None", tuple[str, ...], "FakeConnection | Session"]
 class ReleaseHooks(Protocol):
     """Where a subscription family hears of capable releases (the fake's directory fits as is)."""
 
-    def add_release_hook(self, hook: Callable[[FakeConnection, str], None]) -> None:
-        """Call ``hook`` with the socket and id of every ``subscription.release.request``."""
-        ...
+    def add_release_hook(self, hook: Callable[[FakeConnection, str], None]) -> None: ...
 
 
 class Outbox:
