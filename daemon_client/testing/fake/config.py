@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from daemon_client.protocol.hosts import HostKind
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.daemon import FakeDaemon
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.ports import DaemonPort
 
 __all__ = ["FakeDaemonConfig", "deep_merge"]
 
@@ -112,7 +112,7 @@ def _known_only(patch: Mapping[str, Any], shape: Mapping[str, Any]) -> dict[str,
 class FakeDaemonConfig:
     """``fake.daemon_config``: see the module docstring."""
 
-    def __init__(self, daemon: FakeDaemon) -> None:
+    def __init__(self, daemon: DaemonPort) -> None:
         self.daemon = daemon
         config = daemon.core.config
         self.host_kind: HostKind = config.host_kind

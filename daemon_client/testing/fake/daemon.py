@@ -50,6 +50,7 @@ from daemon_client.testing.fake.loopback import LoopbackFrontend
 from daemon_client.testing.fake.projects import FakeProjects
 from daemon_client.testing.fake.provider_extras import FakeProviderExtras
 from daemon_client.testing.fake.providers import FakeProviders
+from daemon_client.testing.fake.runs.handlers import RunHandlers
 from daemon_client.testing.fake.runs.runs import FakeRuns
 from daemon_client.testing.fake.settings import FakeAgentSettings
 from daemon_client.testing.fake.terminals import handlers as terminal_handlers
@@ -152,7 +153,7 @@ class FakeDaemon:
         self.timeline.install(self.registry)
         self.runs = FakeRuns(self.core, self.directory, self.timeline)
         """Simulated runs: create, send, wait, cancel, archive, permissions (fake_runs)."""
-        self.runs.install(self.registry)
+        RunHandlers(self.runs).install(self.registry)
         self.events = FakeEvents(self.core, self.directory)
         """Event subscriptions and the delivery of event pushes per host kind (fake_events)."""
         self.events.install(self.registry)

@@ -22,8 +22,8 @@ from daemon_client.protocol.requests.providers import USAGE
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.daemon import FakeDaemon
     from daemon_client.testing.fake.engine.handlers import Handler, HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.ports import DaemonPort
 
 __all__ = ["DEFAULT_FEATURES", "DEFAULT_USAGE", "FakeProviderExtras"]
 
@@ -46,7 +46,7 @@ DEFAULT_USAGE: list[dict[str, Any]] = [
 class FakeProviderExtras:
     """``fake.provider_extras``: see the module docstring."""
 
-    def __init__(self, daemon: FakeDaemon) -> None:
+    def __init__(self, daemon: DaemonPort) -> None:
         self.daemon = daemon
         config = daemon.core.config
         self.usage_enabled = USAGE.exists_on(config.host_kind, config.effective_features)

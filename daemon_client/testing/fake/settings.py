@@ -33,8 +33,8 @@ from daemon_client.protocol.hosts import HostKind
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.daemon import FakeDaemon
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.ports import DaemonPort
 
 __all__ = ["DEFAULT_COMMANDS", "FakeAgentSettings"]
 
@@ -64,7 +64,7 @@ def _is_uuid(value: object) -> bool:
 class FakeAgentSettings:
     """``fake.settings``: see the module docstring."""
 
-    def __init__(self, daemon: FakeDaemon) -> None:
+    def __init__(self, daemon: DaemonPort) -> None:
         self.daemon = daemon
         config = daemon.core.config
         self.host_kind: HostKind = config.host_kind

@@ -34,8 +34,8 @@ from daemon_client.protocol.requests import workspaces as workspace_requests
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.daemon import FakeDaemon
     from daemon_client.testing.fake.engine.handlers import Handler, HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.ports import DaemonPort
 
 __all__ = ["DEFAULT_LABELS", "DEFAULT_REPOSITORY", "WORKTREES_ROOT", "FakeWorktrees"]
 
@@ -57,7 +57,7 @@ def _inside(path: str, root: str) -> bool:
 class FakeWorktrees:
     """``fake.worktrees``: see the module docstring."""
 
-    def __init__(self, daemon: FakeDaemon) -> None:
+    def __init__(self, daemon: DaemonPort) -> None:
         self.daemon = daemon
         config = daemon.core.config
         self.host_kind: HostKind = config.host_kind

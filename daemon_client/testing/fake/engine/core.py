@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
-from daemon_client.testing.fake.engine.handlers import HandlerRegistry
+from daemon_client.testing.fake.engine.handlers import DaemonHandle, HandlerRegistry
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.daemon import FakeDaemon
     from daemon_client.testing.fake.engine.connection import FakeConnection
 
 __all__ = [
@@ -171,7 +170,7 @@ class Session:
 class DaemonCore:
     """Everything both frontends share; see the module docstring."""
 
-    def __init__(self, config: FakeConfig, registry: HandlerRegistry, daemon: FakeDaemon) -> None:
+    def __init__(self, config: FakeConfig, registry: HandlerRegistry, daemon: DaemonHandle) -> None:
         self.config = config
         self.registry = registry
         self.daemon = daemon

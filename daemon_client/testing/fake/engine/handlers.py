@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -27,13 +27,13 @@ from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.requests import CATALOG, RequestSpec, reply_by_rule
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.daemon import FakeDaemon
     from daemon_client.testing.fake.engine.connection import FakeConnection
     from daemon_client.testing.fake.engine.core import DaemonCore, Session
 
 __all__ = [
     "KNOWN_REQUESTS",
     "BinaryHandler",
+    "DaemonHandle",
     "DisconnectHook",
     "Handler",
     "HandlerRegistry",
@@ -58,6 +58,18 @@ DisconnectHook = Callable[["FakeConnection"], None]
 
 BinaryHandler = Callable[["FakeConnection", bytes], None]
 """Handles a binary frame received after ``hello`` (terminal input); runs on the reader thread."""
+
+
+class DaemonHandle(Protocol):
+    """What the engine knows of the daemon it serves (:class:`FakeDaemon` fits as is).
+
+    Handlers that keep extension state on the daemon narrow :attr:`RequestContext.daemon` to
+    their own type; the engine itself only pushes.
+    """
+
+    def push(
+        self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None
+    ) -> int: ...
 
 
 @attrs.frozen
@@ -239,7 +251,7 @@ class RequestContext:
         return self.connection.core
 
     @property
-    def daemon(self) -> FakeDaemon:
+    def daemon(self) -> DaemonHandle:
         """The :class:`FakeDaemon` serving this request (for extension state)."""
         return self.connection.core.daemon
 

@@ -28,19 +28,27 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.directory.observations import FakeDirectory
     from daemon_client.testing.fake.engine.connection import FakeConnection
     from daemon_client.testing.fake.engine.core import DaemonCore, Session
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
 
-__all__ = ["Mode", "Outbox", "SubscriptionFamily", "SubscriptionTable", "Target", "fanout", "string_list"]
+__all__ = [
+    "Mode",
+    "Outbox",
+    "ReleaseHooks",
+    "SubscriptionFamily",
+    "SubscriptionTable",
+    "Target",
+    "fanout",
+    "string_list",
+]
 
 _log = logging.getLogger("daemon_client.testing.fake.daemon")
 
@@ -51,6 +59,12 @@ Target = tuple["FakeConnection", "str | None"]
 """A socket and the subscription id its copy is tagged with (``None``: untagged)."""
 Listing = tuple["str | None", tuple[str, ...], "FakeConnection | Session"]
 """A live subscription: its id (``None`` for a session's set), its keys (sorted) and its owner."""
+
+
+class ReleaseHooks(Protocol):
+    """Where a subscription family hears of capable releases (the fake's directory fits as is)."""
+
+    def add_release_hook(self, hook: Callable[[FakeConnection, str], None]) -> None: ...
 
 
 class Outbox:
@@ -187,7 +201,7 @@ class SubscriptionTable:
         self._outbox = outbox
         self._owned: list[_Owned] = []
 
-    def install(self, registry: HandlerRegistry, directory: FakeDirectory) -> None:
+    def install(self, registry: HandlerRegistry, directory: ReleaseHooks) -> None:
         """Register the request handler (unless broadcast) and, on capable hosts, the release
         and disconnect hooks."""
         if self.mode != "broadcast":

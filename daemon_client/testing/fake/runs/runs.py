@@ -22,30 +22,21 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.testing.fake.engine.handlers import iso_now
 from daemon_client.testing.fake.runs.scripts import FAILURE_TEXT, TurnScript, choose_script, custom_script
-from daemon_client.testing.fake.runs.turns import Turn, TurnPlayer
+from daemon_client.testing.fake.runs.turns import Turn, TurnPlayer, Waiter
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.directory.observations import FakeDirectory
     from daemon_client.testing.fake.engine.connection import FakeConnection
     from daemon_client.testing.fake.engine.core import DaemonCore
-    from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.engine.handlers import RequestContext
     from daemon_client.testing.fake.timeline.store import FakeTimeline
 
 __all__ = ["FakeRuns"]
 
 _JOIN_TIMEOUT = 5.0
-
-
-@attrs.define(eq=False)
-class _Waiter:
-    ctx: RequestContext
-    agent_id: str
-    timer: threading.Timer | None = None
 
 
 class FakeRuns:
@@ -68,16 +59,10 @@ class FakeRuns:
         self._player = TurnPlayer(self)
         self._turns: dict[str, Turn] = {}
         self._scripts: dict[str, TurnScript] = {}
-        self._waiters: list[_Waiter] = []
+        self._waiters: list[Waiter] = []
         self._threads: list[threading.Thread] = []
         self._numbers = itertools.count(1)
         self._closing = False
-
-    def install(self, registry: HandlerRegistry) -> None:
-        """Register the run handlers (create, send, wait, cancel, archive, permissions)."""
-        from daemon_client.testing.fake.runs.handlers import RunHandlers
-
-        RunHandlers(self).install(registry)
 
     # -- scripting (test thread) ---------------------------------------------------------------
 
@@ -229,7 +214,7 @@ class FakeRuns:
             # a permission being requested is answered once it is in the snapshot
             pending = bool(agent.get("pendingPermissions")) if turn is None else turn.announced
             if not pending and turn is not None and not self._closing:
-                waiter = _Waiter(ctx, agent_id)
+                waiter = Waiter(ctx, agent_id)
                 self._waiters.append(waiter)
                 if timeout_ms is not None:
                     waiter.timer = threading.Timer(timeout_ms / 1000.0, self._expire, args=(waiter,))
@@ -240,17 +225,17 @@ class FakeRuns:
                     waiter.timer.start()
                 return
         if pending:
-            self.answer([_Waiter(ctx, agent_id)], "permission", self.agents.get(agent_id), None, None)
+            self.answer([Waiter(ctx, agent_id)], "permission", self.agents.get(agent_id), None, None)
         else:
-            self.answer_now([_Waiter(ctx, agent_id)])
+            self.answer_now([Waiter(ctx, agent_id)])
 
-    def take_waiters_locked(self, agent_id: str) -> list[_Waiter]:
+    def take_waiters_locked(self, agent_id: str) -> list[Waiter]:
         """Remove and return the agent's pending waits; call with :attr:`changed` held."""
         mine = [w for w in self._waiters if w.agent_id == agent_id]
         self._waiters = [w for w in self._waiters if w.agent_id != agent_id]
         return mine
 
-    def _expire(self, waiter: _Waiter) -> None:
+    def _expire(self, waiter: Waiter) -> None:
         """Timer thread: answer ``timeout`` unless the wait was answered already."""
         with self.changed:
             if waiter not in self._waiters or self._closing:
@@ -259,7 +244,7 @@ class FakeRuns:
         final = self.agents.get(waiter.agent_id)
         waiter.ctx.reply({"status": "timeout", "final": final, "error": None, "lastMessage": None})
 
-    def answer_now(self, waiters: list[_Waiter]) -> None:
+    def answer_now(self, waiters: list[Waiter]) -> None:
         """Answer from the stored snapshot: ``error`` for an agent in error, else ``idle``."""
         for waiter in waiters:
             agent = self.agents.get(waiter.agent_id)
@@ -269,7 +254,7 @@ class FakeRuns:
             self.answer([waiter], "error" if failed else "idle", agent, error, last)
 
     def answer(
-        self, waiters: list[_Waiter], status: str, final: dict[str, Any] | None, error: str | None, last: str | None
+        self, waiters: list[Waiter], status: str, final: dict[str, Any] | None, error: str | None, last: str | None
     ) -> None:
         """Send each wait its ``wait_for_finish_response`` (and stop its timer)."""
         for waiter in waiters:

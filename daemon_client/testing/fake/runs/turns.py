@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -26,10 +26,13 @@ from daemon_client.testing.fake.engine.handlers import iso_now
 from daemon_client.testing.fake.runs.scripts import FAILURE_TEXT, TurnScript, permission_request
 
 if TYPE_CHECKING:
+    from daemon_client.testing.fake.directory.stores import AgentStore
     from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.runs.runs import FakeRuns
+    from daemon_client.testing.fake.engine.core import DaemonCore
+    from daemon_client.testing.fake.engine.handlers import RequestContext
+    from daemon_client.testing.fake.timeline.store import FakeTimeline
 
-__all__ = ["Turn", "TurnPlayer"]
+__all__ = ["RunsPort", "Turn", "TurnPlayer", "Waiter"]
 
 _log = logging.getLogger("daemon_client.testing.fake.daemon")
 _NOTIFICATION_BODY = 200
@@ -56,10 +59,43 @@ class Turn:
     done: threading.Event = attrs.field(factory=threading.Event)
 
 
+@attrs.define(eq=False)
+class Waiter:
+    """A ``wait_for_finish_request`` parked until the agent's turn ends (or its timer fires)."""
+
+    ctx: RequestContext
+    agent_id: str
+    timer: threading.Timer | None = None
+
+
+class RunsPort(Protocol):
+    """What :class:`TurnPlayer` uses of the runs it plays for (``FakeRuns`` fits as is)."""
+
+    core: DaemonCore
+    agents: AgentStore
+    timeline: FakeTimeline
+    host_kind: HostKind
+    chunk_delay: float
+    changed: threading.Condition
+
+    @property
+    def closing(self) -> bool: ...
+
+    def upsert(self, agent_id: str, **fields: Any) -> dict[str, Any] | None: ...
+
+    def end_turn(self, turn: Turn) -> None: ...
+
+    def take_waiters_locked(self, agent_id: str) -> list[Waiter]: ...
+
+    def answer(
+        self, waiters: list[Waiter], status: str, final: dict[str, Any] | None, error: str | None, last: str | None
+    ) -> None: ...
+
+
 class TurnPlayer:
     """Plays turns for one :class:`FakeRuns`; :meth:`play` is the run thread's target."""
 
-    def __init__(self, runs: FakeRuns) -> None:
+    def __init__(self, runs: RunsPort) -> None:
         self.runs = runs
         self.capable = runs.host_kind is HostKind.CAPABLE
 
