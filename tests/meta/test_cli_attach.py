@@ -31,26 +31,44 @@ def daemon() -> Iterator[FakeDaemon]:
         yield fake
 
 
+class PipeInput:
+    """The write end of the pipe standard input reads. ``close()`` closes it once: a second
+    ``os.close`` of the same number would close whatever file got that number meanwhile (a
+    socket of a thread still running), and that file's owner would later close someone else's."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def write(self, data: bytes) -> None:
+        assert self._fd is not None
+        os.write(self._fd, data)
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 @pytest.fixture
-def stdin_pipe(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+def stdin_pipe(monkeypatch: pytest.MonkeyPatch) -> Iterator[PipeInput]:
     """Standard input is the read end of a pipe; the test gets the write end."""
     read_end, write_end = os.pipe()
     reader = os.fdopen(read_end, "rb")
     monkeypatch.setattr(sys, "stdin", reader)
+    writer = PipeInput(write_end)
     try:
-        yield write_end
+        yield writer
     finally:
+        writer.close()
         reader.close()
-        with contextlib.suppress(OSError):
-            os.close(write_end)
 
 
 def test_attach_refuses_a_standard_input_that_is_not_a_terminal(
-    daemon: FakeDaemon, stdin_pipe: int, capsys: pytest.CaptureFixture[str]
+    daemon: FakeDaemon, stdin_pipe: PipeInput, capsys: pytest.CaptureFixture[str]
 ) -> None:
     daemon.terminals.create(CWD, name="piped")
-    os.write(stdin_pipe, b"echo piped\r")
-    os.close(stdin_pipe)
+    stdin_pipe.write(b"echo piped\r")
+    stdin_pipe.close()
     assert run(["attach", "piped", "--url", daemon.url]) == (2, "")  # no screen escapes either
     assert capsys.readouterr().err == (
         "daemon-client: attach needs a terminal on standard input (it reads raw keys); "
@@ -67,10 +85,10 @@ def as_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("as_terminal")
-def test_attach_types_what_is_piped_in_and_ends_with_the_input(daemon: FakeDaemon, stdin_pipe: int) -> None:
+def test_attach_types_what_is_piped_in_and_ends_with_the_input(daemon: FakeDaemon, stdin_pipe: PipeInput) -> None:
     terminal = daemon.terminals.create(CWD, name="piped")
-    os.write(stdin_pipe, "echo piped ✓\r".encode())
-    os.close(stdin_pipe)
+    stdin_pipe.write("echo piped ✓\r".encode())
+    stdin_pipe.close()
     handler = signal.getsignal(signal.SIGWINCH)
     code, out = run(["attach", "piped", "--url", daemon.url])
     assert code == 0
@@ -83,7 +101,7 @@ def test_attach_types_what_is_piped_in_and_ends_with_the_input(daemon: FakeDaemo
 
 
 @pytest.mark.usefixtures("as_terminal")
-def test_attach_off_the_main_thread_detaches_after_the_duration(daemon: FakeDaemon, stdin_pipe: int) -> None:
+def test_attach_off_the_main_thread_detaches_after_the_duration(daemon: FakeDaemon, stdin_pipe: PipeInput) -> None:
     terminal = daemon.terminals.create(CWD, name="timed")
     attached = Background(["attach", terminal.id, "--url", daemon.url, "--duration", "0.2"])
     assert attached.join() == 0
