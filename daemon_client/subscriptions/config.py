@@ -42,7 +42,7 @@ from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.requests import config as config_requests
 from daemon_client.runtime.memo import Memo
-from daemon_client.runtime.requests import CallbackFuture
+from daemon_client.runtime.requests import CallbackFuture, settle
 from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, control_timeout, move
 
 _log = logging.getLogger("daemon_client.subscriptions.config")
@@ -154,8 +154,7 @@ class ConfigManager(Generic[C]):
             move(sub, ConfigState.RELEASED)
             if sub in self._subs:
                 self._subs.remove(sub)
-        if not sub.ready.done():
-            sub.ready.set_exception(SubscriptionReleased("configuration subscription released before ready"))
+        settle(sub.ready, error=SubscriptionReleased("configuration subscription released before ready"))
 
     # -------------------------------------------------------------- reads
     def _read(self, *, direct: bool, restored: bool) -> None:
@@ -226,13 +225,11 @@ class ConfigManager(Generic[C]):
                     self._subs.remove(sub)
             self._fail([sub], exc)
             return
-        if not sub.ready.done():
-            sub.ready.set_result(value)
+        settle(sub.ready, result=value)
 
     def _fail(self, subs: list[ConfigSubscription[C]], error: BaseException) -> None:
         for sub in subs:
-            if not sub.ready.done():
-                sub.ready.set_exception(error)
+            settle(sub.ready, error=error)
             if sub.on_error is not None:
                 self._post_error(sub.on_error, error)
         if subs:

@@ -55,7 +55,7 @@ from daemon_client.protocol.models import SessionMessage
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.pushes import RouteTable
 from daemon_client.runtime.registrations import Registration, Registrations
-from daemon_client.runtime.requests import CallbackFuture
+from daemon_client.runtime.requests import CallbackFuture, settle
 from daemon_client.subscriptions.flow import Lag, LagSummary
 from daemon_client.subscriptions.lifecycle import (
     RELEASE_REQUEST,
@@ -333,7 +333,7 @@ class DirectoryManager(Generic[S, U, E]):
         finally:
             observation._first_snapshot = None
         observation.prime(observation.subscription_id, result)
-        observation.ready.set_result(result)
+        settle(observation.ready, result=result)
         return observation, result
 
     def _forget(self, observation: DirectoryObservation[S], error: BaseException) -> None:
@@ -344,8 +344,7 @@ class DirectoryManager(Generic[S, U, E]):
                 move(observation, ObservationState.FAILED)
             observation.error = error
         self._routes.remove(observation.subscription_id)
-        if not observation.ready.done():
-            observation.ready.set_exception(error)
+        settle(observation.ready, error=error)
 
     def find(self, key: str) -> E | None:
         """The entry ``key`` in a live observation's current view, if any holds it."""
@@ -379,8 +378,7 @@ class DirectoryManager(Generic[S, U, E]):
             subscription_id = observation.subscription_id
         observation._callbacks.clear()
         self._routes.remove(subscription_id)
-        if not observation.ready.done():
-            observation.ready.set_exception(SubscriptionReleased("the observation was released before it was ready"))
+        settle(observation.ready, error=SubscriptionReleased("the observation was released before it was ready"))
         if not observation.capable or subscription_id is None or previous is not ObservationState.LIVE:
             return
         try:
@@ -560,8 +558,7 @@ class DirectoryManager(Generic[S, U, E]):
         for observation in observations:
             move(observation, ObservationState.RELEASED)
             observation._callbacks.clear()
-            if not observation.ready.done():
-                observation.ready.set_exception(ClientClosed())
+            settle(observation.ready, error=ClientClosed())
 
 
 def _record_kind(lag: Lag, kind: str) -> None:

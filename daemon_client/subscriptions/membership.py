@@ -53,7 +53,7 @@ from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionMessage
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.pushes import RouteTable
-from daemon_client.runtime.requests import CallbackFuture
+from daemon_client.runtime.requests import CallbackFuture, settle
 from daemon_client.subscriptions.flow import FlowPolicy, Lag, LagSummary
 from daemon_client.subscriptions.lifecycle import (
     RELEASE_REQUEST,
@@ -276,8 +276,7 @@ class MembershipManager(Generic[M]):
                 self._subs.remove(sub)
             self._unroute_locked(sub)
             mode = self._mode
-        if not sub.ready.done():
-            sub.ready.set_exception(SubscriptionReleased(f"{self.family.name} subscription released before ready"))
+        settle(sub.ready, error=SubscriptionReleased(f"{self.family.name} subscription released before ready"))
         future: Future[dict[str, Any]] | None = None
         try:
             if mode is Mode.OWNED and previous is State.LIVE and sub.subscription_id:
@@ -442,8 +441,9 @@ class MembershipManager(Generic[M]):
             )
         else:
             sub.ever_ready = True
-            sub.ready.set_result(
-                MembershipAck((sub.key,), subscription_id, request_id if isinstance(request_id, str) else None)
+            settle(
+                sub.ready,
+                result=MembershipAck((sub.key,), subscription_id, request_id if isinstance(request_id, str) else None),
             )
 
     def _failed(self, sub: M, attempt: int, error: BaseException) -> None:
@@ -459,8 +459,7 @@ class MembershipManager(Generic[M]):
             self._unroute_locked(sub)
             mode = self._mode
         self.dispatcher.post_in_order(lambda: sub._on_failed(error))
-        if not sub.ready.done():
-            sub.ready.set_exception(error)
+        settle(sub.ready, error=error)
         self._link.establishment_failed(
             f"the {self.family.name} subscription for {sub.key}", error, owned=mode is Mode.OWNED
         )
@@ -574,8 +573,7 @@ class MembershipManager(Generic[M]):
         closed = ClientClosed()
         for sub in subs:
             move(sub, State.RELEASED)
-            if not sub.ready.done():
-                sub.ready.set_exception(closed)
+            settle(sub.ready, error=closed)
             self.dispatcher.post_in_order(lambda sub=sub: sub._on_failed(closed))  # type: ignore[misc]
 
 

@@ -37,7 +37,7 @@ from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.protocol.terminals import TerminalsChanged, parse_terminals_changed
 from daemon_client.runtime.memo import Memo
-from daemon_client.runtime.requests import CallbackFuture
+from daemon_client.runtime.requests import CallbackFuture, settle
 from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, move
 
 _log = logging.getLogger("daemon_client.subscriptions.terminal_directory")
@@ -162,7 +162,7 @@ class TerminalDirectoryManager:
         with self._lock:
             if self._disposed:
                 move(sub, DirectoryState.RELEASED)
-                sub.ready.set_exception(ClientClosed())
+                settle(sub.ready, error=ClientClosed())
                 return sub
             self._subs.append(sub)
             ask = self._connected
@@ -186,8 +186,7 @@ class TerminalDirectoryManager:
                 self._subs.remove(sub)
             last = not any(s.key == sub.key for s in self._subs)
             connected = self._connected
-        if not sub.ready.done():
-            sub.ready.set_exception(SubscriptionReleased("the terminal directory subscription was released"))
+        settle(sub.ready, error=SubscriptionReleased("the terminal directory subscription was released"))
         if last and connected:
             with contextlib.suppress(ConnectionUnavailable):  # else the session forgets it with the socket
                 self._send(sub.key.message("unsubscribe_terminals_request"))
@@ -222,11 +221,9 @@ class TerminalDirectoryManager:
         try:
             value = sub.current() or memo.get()
         except Exception as exc:  # noqa: BLE001 - a bad payload, not user code
-            if not sub.ready.done():
-                sub.ready.set_exception(exc)
+            settle(sub.ready, error=exc)
             return
-        if not sub.ready.done():
-            sub.ready.set_result(value)
+        settle(sub.ready, result=value)
 
     def on_disconnect(self) -> None:
         """Reader thread: everything is asked again after the next handshake."""
@@ -266,5 +263,4 @@ class TerminalDirectoryManager:
             self._disposed = True
         for sub in subs:
             move(sub, DirectoryState.RELEASED)
-            if not sub.ready.done():
-                sub.ready.set_exception(ClientClosed())
+            settle(sub.ready, error=ClientClosed())

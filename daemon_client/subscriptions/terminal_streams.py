@@ -49,7 +49,7 @@ from daemon_client.protocol.terminal_frames import OUTPUT, SNAPSHOT, decode_outp
 from daemon_client.protocol.terminals import TerminalState, parse_terminal_state
 from daemon_client.runtime.dispatch import CountedJob
 from daemon_client.runtime.memo import Memo
-from daemon_client.runtime.requests import CallbackFuture
+from daemon_client.runtime.requests import CallbackFuture, settle
 from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, control_timeout, move
 from daemon_client.subscriptions.terminal_output import DEFAULT_LIMIT, OutputReader, exited
 from daemon_client.subscriptions.terminal_search import DEFAULT_WINDOW
@@ -326,7 +326,7 @@ class TerminalStreamManager:
             if self._disposed:
                 move(stream, StreamState.RELEASED)
                 stream._reader.end(lambda output: ClientClosed())
-                stream.ready.set_exception(ClientClosed())
+                settle(stream.ready, error=ClientClosed())
                 return stream
             self._streams.append(stream)
             connected = self._connected
@@ -358,8 +358,7 @@ class TerminalStreamManager:
             if orphan and not now:  # the session may keep the slot: unsubscribe at the next handshake
                 self._orphans.add(stream.terminal_id)
         stream._reader.end(lambda output: SubscriptionReleased("the terminal stream was released"))
-        if not stream.ready.done():
-            stream.ready.set_exception(SubscriptionReleased("the terminal stream was released before it was ready"))
+        settle(stream.ready, error=SubscriptionReleased("the terminal stream was released before it was ready"))
         if now:
             self._unsubscribe(stream.terminal_id)
 
@@ -427,7 +426,7 @@ class TerminalStreamManager:
             return
         if not stream._ever_ready:
             stream._ever_ready = True
-            stream.ready.set_result(slot)
+            settle(stream.ready, result=slot)
 
     def _failed(self, stream: TerminalStream, error: BaseException) -> None:
         with self._lock:
@@ -441,9 +440,7 @@ class TerminalStreamManager:
         if orphan:  # the daemon may still give it a slot: free it (harmless if it does not)
             self._unsubscribe(stream.terminal_id)
         stream._reader.end(lambda output: error)
-        if not stream.ready.done():
-            stream.ready.set_exception(error)
-        else:
+        if not settle(stream.ready, error=error):  # once it was ready, the error is an event
             self.dispatcher.post_in_order(lambda: stream._deliver_error(error))
             self._link.establishment_failed(repr(stream), error, owned=False)
 
@@ -562,8 +559,7 @@ class TerminalStreamManager:
         for stream in streams:
             move(stream, StreamState.RELEASED)
             stream._reader.end(lambda output: closed)
-            if not stream.ready.done():
-                stream.ready.set_exception(closed)
+            settle(stream.ready, error=closed)
             self.dispatcher.post_in_order(lambda stream=stream: stream._deliver_error(closed))  # type: ignore[misc]
 
     def streams(self) -> list[TerminalStream]:
