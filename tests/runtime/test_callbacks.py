@@ -147,17 +147,17 @@ def test_waiting_on_the_callback_thread_for_callbacks_raises_would_deadlock(fake
 
     def handler(message: dc.SessionMessage) -> None:
         inner(message)
-        for attempt in (lambda: client.flush_callbacks(1.0), lambda: inner.wait_for(2, timeout=1.0)):
-            started = time.monotonic()
+        # An hour's timeout: a wait that started instead of refusing would outlast the test's bound.
+        for attempt in (lambda: client.flush_callbacks(3600.0), lambda: inner.wait_for(2, timeout=3600.0)):
             try:
                 attempt()
                 outcomes("no error")
             except dc.WouldDeadlock as exc:
-                outcomes((type(exc).__name__, time.monotonic() - started < 0.5))
+                outcomes(type(exc).__name__)
 
     client.add_push_listener(handler, ["go"])
     fake.push("go", {})
-    assert outcomes.wait_for(2) == [("WouldDeadlock", True), ("WouldDeadlock", True)]
+    assert outcomes.wait_for(2, timeout=30) == ["WouldDeadlock", "WouldDeadlock"]
 
 
 def test_state_listener_gets_the_current_state_first(fakes, make_client) -> None:

@@ -76,10 +76,8 @@ def test_timeout_then_late_reply_is_dropped(fakes, make_client, transport: str) 
     fake.on_request("echo_request", _echo)
     client = make_client(fake, transport)
     client.connect()
-    started = time.monotonic()
     with pytest.raises(dc.RequestTimeout) as info:
         client.request({"type": "slow_request"}, timeout=0.2)
-    assert time.monotonic() - started < 5
     assert info.value.request_type == "slow_request"
     assert info.value.timeout == 0.2
     assert "slow_request" in str(info.value)
