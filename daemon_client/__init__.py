@@ -11,6 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    COMPILED: bool
+    """True when the compiled build (mypyc) is running, False for the pure-Python package."""
     from daemon_client.api.agents.controls import AgentControls as AgentControls
     from daemon_client.api.agents.create import AgentConfig as AgentConfig
     from daemon_client.api.agents.handle import AgentHandle as AgentHandle
@@ -297,6 +299,11 @@ def __getattr__(name: str) -> Any:
     package stays cheap, and a name costs only the modules behind it."""
     if name == "testing":
         return importlib.import_module("daemon_client.testing")
+    if name == "COMPILED":  # which build is running, without importing the modules it names
+        from daemon_client._compiled import COMPILED_MODULES, compiled_modules
+
+        globals()[name] = compiled = compiled_modules() == COMPILED_MODULES
+        return compiled
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'daemon_client' has no attribute {name!r}")
@@ -306,9 +313,9 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY, "testing"])
+    return sorted([*globals(), *_LAZY, "testing", "COMPILED"])
 
 
 __version__ = "0.1.0"
 
-__all__ = sorted(["__version__", *_LAZY])  # noqa: PLE0605 - one source: the lazy table
+__all__ = sorted(["COMPILED", "__version__", *_LAZY])  # noqa: PLE0605 - one source: the lazy table

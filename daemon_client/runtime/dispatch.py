@@ -161,7 +161,7 @@ class Dispatcher:
         self._stopped = False  # guarded by _queue_lock (read without it as a hint)
         self.posted = 0
         """Items queued so far (written under the queue's lock; read without it as a hint)."""
-        self._thread: threading.Thread | None = None  # guarded by _queue_lock
+        self._worker_thread: threading.Thread | None = None  # guarded by _queue_lock
         self._thread_ident: int | None = None  # written once by the dispatcher thread
         self._queue_lock = threading.Lock()
         # Manual mode: one process_events() at a time; _loop_thread is the thread that ran it last.
@@ -235,7 +235,7 @@ class Dispatcher:
             if self._burst is None or self._burst != threading.get_ident():  # a burst's own: at burst.end()
                 self._idle = False
                 self._wake.release()
-        elif self._thread is None and self._executor != "manual":
+        elif self._worker_thread is None and self._executor != "manual":
             self._queue_locked()
         return True
 
@@ -254,8 +254,8 @@ class Dispatcher:
     def _queue_locked(self) -> None:
         """Under ``_queue_lock``: start the dispatcher thread, on first use (a client never used
         starts no thread)."""
-        self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
-        self._thread.start()
+        self._worker_thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+        self._worker_thread.start()
 
     def _take(self, timeout: float | None) -> list[object]:
         """The consumer: everything queued, after waiting up to ``timeout`` seconds (``None``:
@@ -452,7 +452,7 @@ class Dispatcher:
         if not self.manual:
             if posted:
                 return done.wait(timeout)
-            thread = self._thread
+            thread = self._worker_thread
             if thread is not None and thread.ident != threading.get_ident():
                 thread.join(max(0.0, timeout))
                 return not thread.is_alive()
@@ -486,7 +486,7 @@ class Dispatcher:
                 if self._idle:
                     self._idle = False
                     self._wake.release()
-            thread = self._thread
+            thread = self._worker_thread
         if thread is not None and thread.ident != threading.get_ident():
             thread.join(max(0.0, timeout))
             if thread.is_alive():

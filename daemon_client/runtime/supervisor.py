@@ -16,6 +16,7 @@ starts a new one.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -32,7 +33,7 @@ from daemon_client.protocol.codec import (
     redact_hello,
 )
 from daemon_client.protocol.hosts import decide_host_kind
-from daemon_client.protocol.models import SessionMessage
+from daemon_client.protocol.models import ServerInfo, SessionMessage
 from daemon_client.protocol.replies import is_reply
 from daemon_client.protocol.server_info import read_server_info
 from daemon_client.runtime.affinity import pin_current_thread
@@ -46,7 +47,7 @@ from daemon_client.runtime.handshake import (
 from daemon_client.runtime.heartbeat import HeartbeatMonitor
 from daemon_client.runtime.link import CLOSE_GRACE, Link, Socket
 from daemon_client.runtime.options import ConnectionOptions
-from daemon_client.runtime.requests import RequestTable, settle
+from daemon_client.runtime.requests import PendingRequest, RequestTable, settle
 from daemon_client.runtime.writer import Writer
 from daemon_client.state import ConnectionState
 from daemon_client.transport.base import (
@@ -67,6 +68,14 @@ callbacks wait: batches stay small, their objects young (cheap for the garbage c
 and in cache. One ``time.sleep(0)``: a hand-over of the GIL, not a wait."""
 REJECTED_CLOSE_DELAY = 1.0
 """Seconds between ``hello.rejected`` and closing the socket (the daemon may close first)."""
+
+
+def _client_closed(_request: object) -> BaseException:
+    return ClientClosed()
+
+
+def _connection_lost(message: str, _request: object) -> BaseException:
+    return ConnectionLost(message)
 
 
 class Supervisor:
@@ -131,13 +140,13 @@ class Supervisor:
                     except Exception:  # noqa: BLE001 - one failing hook must not stop the others
                         self._log.exception("disconnect hook failed")
             if link.closing:
-                self._requests.fail_all(lambda _e: ClientClosed())
+                self._requests.fail_all(_client_closed)
                 with link.lock:
                     self._retire_locked()
                 return
             lost = failure.error
             message = str(lost) or "Connection lost"
-            self._requests.fail_all(lambda _e, message=message: ConnectionLost(message))  # type: ignore[misc]
+            self._requests.fail_all(functools.partial(_connection_lost, message))
             with link.lock:
                 link.last_error = lost
                 if connected_for is not None:
@@ -446,18 +455,11 @@ class Supervisor:
             except Exception:  # noqa: BLE001 - one failing hook must not stop the others
                 self._log.exception("restoring observations failed")
         while True:
-            with link.lock:
-                queued = self._requests.take_queued()
-                if not queued:
-                    if link.closing:
-                        return True
-                    link.ever_connected = True
-                    waiters = link.take_waiters_locked()
-                    for waiter in waiters:  # before listeners are posted: one may close() at once
-                        settle(waiter, result=info)
-                    link.set_state_locked(ConnectionState.CONNECTED, "reconnected" if reconnected else "connected")
-                    link.server_info = info
-                    break
+            queued = self._announce_unless_queued(info, reconnected)
+            if queued is None:
+                return True  # closed meanwhile
+            if not queued:
+                break
             for entry in queued:
                 try:
                     writer.send(entry.frame)
@@ -466,3 +468,22 @@ class Supervisor:
                     entry.finish(error=exc)
         self._heartbeat.start()
         return True
+
+    def _announce_unless_queued(self, info: ServerInfo, reconnected: bool) -> list[PendingRequest] | None:
+        """Reader thread: the requests queued while connecting, to send now; with none left,
+        the connection is announced (waiters settled, state CONNECTED) under the same lock,
+        so no request can be queued between the last send and the announcement. ``None``
+        once ``close()`` began."""
+        link = self._link
+        with link.lock:
+            queued = self._requests.take_queued()
+            if queued:
+                return queued
+            if link.closing:
+                return None
+            link.ever_connected = True
+            for waiter in link.take_waiters_locked():  # before listeners are posted: one may close() at once
+                settle(waiter, result=info)
+            link.set_state_locked(ConnectionState.CONNECTED, "reconnected" if reconnected else "connected")
+            link.server_info = info
+            return queued

@@ -17,6 +17,7 @@ from typing import Any
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.subscriptions.flow import Lag, LagSummary
+from daemon_client.subscriptions.lifecycle import SubscriptionLink
 from daemon_client.subscriptions.membership import Membership, MembershipFamily, MembershipManager, deliver
 
 _log = logging.getLogger("daemon_client.subscriptions.events")
@@ -103,8 +104,8 @@ class EventSubscription(Membership):
 class EventManager(MembershipManager[EventSubscription]):
     """Every event subscription of one client; events are routed by message type."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(EVENTS, *args, **kwargs)
+    def __init__(self, link: SubscriptionLink) -> None:
+        super().__init__(EVENTS, link)
         self._parsers: dict[str, Callable[[dict[str, Any]], Any]] = {}
 
     def subscribe(

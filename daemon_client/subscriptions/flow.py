@@ -26,10 +26,11 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 
+from daemon_client._compiled import mypyc_attr
 from daemon_client.runtime.backlog import BacklogStats
 from daemon_client.runtime.dispatch import Dispatcher, call_plain
 
@@ -49,7 +50,7 @@ class LagSummary:
     last_seq: int | None
     epoch: str | None
     skipped_types: tuple[str, ...]
-    newest: object = None
+    newest: Any = None
     """The newest skipped push (kept for coalescing streams)."""
 
 
@@ -85,6 +86,7 @@ class ClientStats:
         return sum(item.dropped for item in self.observations)
 
 
+@mypyc_attr(native_class=False)  # held in a WeakSet: compiled classes take no weak references
 class Lag:
     """One observation's skipped run.
 

@@ -41,6 +41,13 @@ Ended = Callable[[str], BaseException]
 """Makes the exception that ends a wait, given the unmatched text (exit, release, close)."""
 
 
+
+def checked_limit(limit: object) -> int:
+    """``limit`` if it is a buffer limit (an ``int``, 0 or more; ``bool`` is not), else ``ValueError``."""
+    if type(limit) is not int or limit < 0:
+        raise ValueError("the output buffer limit must be a number of characters, 0 or more")
+    return limit
+
 class OutputReader:
     """Output text received by one stream and not yet read; see the module docstring."""
 
@@ -48,8 +55,7 @@ class OutputReader:
         """``limit``: unread output kept, in characters (output as received counts its UTF-8
         bytes: one per character for ASCII); ``0`` keeps none (a stream read only by its
         ``on_output`` callback): :meth:`next_chunk` and :meth:`expect` then raise ``ValueError``."""
-        if type(limit) is not int or limit < 0:
-            raise ValueError("the output buffer limit must be a number of characters, 0 or more")
+        limit = checked_limit(limit)
         self._name = name
         self._limit = limit
         self._ceiling = limit + limit // 8

@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 import websocket as wsc
 
+from daemon_client._compiled import mypyc_attr
 from daemon_client._wire import WireFrame
 from daemon_client.transport.base import (
     ConnectParams,
@@ -64,6 +65,7 @@ def _frame(payload: bytes | str, opcode: int) -> bytes:
     return bytes(wsc.ABNF.create_frame(payload, opcode).format())
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a transport may be specialised (tests, wrappers)
 class WebSocketTransport:
     """A :class:`~daemon_client.transport.base.Transport` over a plain or TLS socket.
 
@@ -307,7 +309,7 @@ class WebSocketTransport:
             with contextlib.suppress(OSError):
                 sock.close()
 
-    def close(self, code: int = 1000, reason: str = "") -> None:
+    def close(self, code: int | None = 1000, reason: str = "") -> None:
         with self._close_lock:
             if self._closed:
                 return

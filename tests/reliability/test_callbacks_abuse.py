@@ -289,7 +289,7 @@ def test_close_while_a_callback_sleeps_returns_within_its_timeout(fakes, make_cl
     client.agents.ref("a1").timeline.subscribe(sleeper).ready.result(5)
     fake.timeline.append("a1", {"type": "assistant_message", "text": "sleep"})
     assert sleeping.wait(5)
-    dispatcher = client._dispatcher._thread
+    dispatcher = client._dispatcher._worker_thread
     assert dispatcher is not None
     client.close(timeout=0.5)
     assert client.state is dc.ConnectionState.DISPOSED

@@ -28,7 +28,7 @@ from daemon_client.protocol.terminals import (
 )
 from daemon_client.runtime.context import RESULT_GRACE, ClientContext
 from daemon_client.subscriptions.lifecycle import control_timeout
-from daemon_client.subscriptions.terminal_output import DEFAULT_LIMIT
+from daemon_client.subscriptions.terminal_output import DEFAULT_LIMIT, checked_limit
 from daemon_client.subscriptions.terminal_streams import SUBSCRIBE_REQUEST, TerminalStream, TerminalStreamManager
 
 Lister = Callable[[float | None], TerminalList]
@@ -186,7 +186,7 @@ class TerminalHandle:
                 on_snapshot=on_snapshot,
                 on_exit=on_exit,
                 on_error=on_error,
-                buffer_limit=buffer_limit,
+                buffer_limit=checked_limit(buffer_limit),  # ValueError here, in either build
             ),
             timeout,
         )
