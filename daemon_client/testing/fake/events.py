@@ -38,9 +38,9 @@ from daemon_client.testing.fake.engine.outbox import Outbox, SubscriptionFamily,
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.directory.observations import FakeDirectory
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+    from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry
+    from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = ["SET_EVENTS_REQUEST", "EventSubscription", "FakeEvents", "string_list"]
 
@@ -58,7 +58,7 @@ class EventSubscription:
     id: str | None
     """The daemon-issued id (capable); ``None`` for a selective session's event set."""
     events: tuple[str, ...]
-    owner: FakeConnection | Session
+    owner: Peer | Session
     """The owning socket (capable) or server-side session (selective)."""
     host_kind: HostKind
 

@@ -52,14 +52,14 @@ from daemon_client.testing.fake.directory.stores import AgentEntry, AgentStore, 
 from daemon_client.testing.fake.engine.outbox import Outbox
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+    from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = ["DirectoryObservation", "FakeDirectory", "Family", "ReleaseHook"]
 
 Family = Literal["agents", "workspaces"]
-ReleaseHook = Callable[["FakeConnection", str], None]
+ReleaseHook = Callable[["Peer", str], None]
 """Called (without the lock) for every ``subscription.release.request`` with the socket and id."""
 
 _SLOTS_KEY = "directory_slots"
@@ -73,7 +73,7 @@ class DirectoryObservation:
     id: str
     family: Family
     filter: dict[str, Any]
-    owner: FakeConnection | Session
+    owner: Peer | Session
     """The owning socket (capable hosts) or server-side session (legacy slot)."""
     released: bool
     legacy: bool
@@ -86,7 +86,7 @@ class _Observation:
     family: Family
     filter: dict[str, Any]
     scope: str | None
-    owner: FakeConnection | Session
+    owner: Peer | Session
     legacy: bool
     known: set[str] = attrs.field(factory=set)
     """Capable: ids this observation has delivered (snapshot or upsert) and not removed since."""
@@ -212,7 +212,7 @@ class FakeDirectory:
         else:
             tagged = {"subscriptionId": observation.id, **payload}
             frame = {"type": "session", "message": {"type": message_type, "payload": tagged}}
-            connection: FakeConnection = observation.owner  # type: ignore[assignment]
+            connection: Peer = observation.owner  # type: ignore[assignment]
 
             def to_socket() -> None:
                 connection.send_frame(frame)
@@ -232,7 +232,7 @@ class FakeDirectory:
         """A new observation for a subscribing fetch; legacy hosts replace the session's slot."""
         observation_id = str(uuid.uuid4())
         if self.host_kind is HostKind.CAPABLE or ctx.session is None:
-            owner: FakeConnection | Session = ctx.connection
+            owner: Peer | Session = ctx.connection
             observation = _Observation(observation_id, family, filter_, scope, owner, legacy=False, known=known)
         else:
             session = ctx.session
@@ -246,7 +246,7 @@ class FakeDirectory:
         self._observations.append(observation)
         return observation_id
 
-    def _release_connection(self, connection: FakeConnection) -> None:
+    def _release_connection(self, connection: Peer) -> None:
         """Disconnect hook (capable): everything the socket owned is released."""
         with self.lock:
             for observation in self._observations:

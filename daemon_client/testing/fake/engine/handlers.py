@@ -19,22 +19,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.requests import CATALOG, RequestSpec, reply_by_rule
-
-if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = [
     "KNOWN_REQUESTS",
     "BinaryHandler",
     "DaemonHandle",
     "DisconnectHook",
+    "EngineCore",
     "Handler",
     "HandlerRegistry",
     "RequestContext",
@@ -53,10 +51,10 @@ _log = logging.getLogger("daemon_client.testing.fake.daemon")
 Handler = Callable[["RequestContext"], None]
 """A request handler: answers (or deliberately does not answer) one request."""
 
-DisconnectHook = Callable[["FakeConnection"], None]
+DisconnectHook = Callable[[Peer], None]
 """Called on the reader thread after a connection ended and left its session."""
 
-BinaryHandler = Callable[["FakeConnection", bytes], None]
+BinaryHandler = Callable[[Peer, bytes], None]
 """Handles a binary frame received after ``hello`` (terminal input); runs on the reader thread."""
 
 
@@ -67,9 +65,22 @@ class DaemonHandle(Protocol):
     their own type; the engine itself only pushes.
     """
 
-    def push(
-        self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None
-    ) -> int: ...
+    def push(self, message_type: str, payload: Mapping[str, Any], *, connection: Peer | None = None) -> int: ...
+
+
+class EngineCore(Protocol):
+    """What request handling needs of the daemon's core (:class:`~daemon_client.testing.fake.engine.core.DaemonCore`
+    fits as is): passed in by the connection, so this module never names the core."""
+
+    registry: HandlerRegistry
+    daemon: DaemonHandle
+
+    @property
+    def host_kind(self) -> HostKind: ...
+
+    def take_failure(self, request_type: str) -> tuple[str, str] | None: ...
+
+    def is_ignored(self, request_type: str) -> bool: ...
 
 
 @attrs.frozen
@@ -243,17 +254,15 @@ class RequestContext:
     """The inner session message, fields flat beside ``type`` (as the client sent it)."""
     request_type: str
     request_id: str | None
-    connection: FakeConnection
+    connection: Peer
+    core: EngineCore
+    """The core of the daemon serving the request (its registry, fault injection and daemon)."""
     replied: bool = False
-
-    @property
-    def core(self) -> DaemonCore:
-        return self.connection.core
 
     @property
     def daemon(self) -> DaemonHandle:
         """The :class:`FakeDaemon` serving this request (for extension state)."""
-        return self.connection.core.daemon
+        return self.core.daemon
 
     @property
     def session(self) -> Session | None:
@@ -261,7 +270,7 @@ class RequestContext:
 
     @property
     def host_kind(self) -> HostKind:
-        return self.connection.core.config.host_kind
+        return self.core.host_kind
 
     def reply(self, payload: Mapping[str, Any], type: str | None = None) -> None:
         """Answer with a session message; ``requestId`` is added to the payload.
@@ -317,7 +326,7 @@ def iso_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
 
 
-def dispatch_session_frame(connection: FakeConnection, frame: Mapping[str, Any]) -> None:
+def dispatch_session_frame(connection: Peer, core: EngineCore, frame: Mapping[str, Any]) -> None:
     """Validate a ``session`` frame (after hello) and run its handler (protocol.md 1.8, transcript 09).
 
     Order: malformed envelope, injected failure, ignored type, unknown type or missing field
@@ -336,7 +345,6 @@ def dispatch_session_frame(connection: FakeConnection, frame: Mapping[str, Any])
         else:
             connection.send_status_error(invalid_message([zod_issue(["message", "type"], "string")]))
         return
-    core = connection.core
     failure = core.take_failure(message_type) if request_id is not None else None
     if request_id is not None and failure is not None:
         connection.send_rpc_error(request_id, message_type, failure[0], failure[1])
@@ -358,7 +366,7 @@ def dispatch_session_frame(connection: FakeConnection, frame: Mapping[str, Any])
         issues = [zod_issue(["message", name], "string") for name in missing] or [unknown]
         connection.send_status_error(invalid_message(issues))
         return
-    ctx = RequestContext(message=message, request_type=message_type, request_id=request_id, connection=connection)
+    ctx = RequestContext(message, message_type, request_id, connection, core)
     _run_handler(handler, ctx, answer_failure=True)
     for hook in core.registry.after_hooks(message_type):
         _run_handler(hook, ctx, answer_failure=False)

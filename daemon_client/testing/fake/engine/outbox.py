@@ -35,9 +35,9 @@ import attrs
 from daemon_client.protocol.hosts import HostKind
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+    from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = [
     "Mode",
@@ -55,16 +55,16 @@ _log = logging.getLogger("daemon_client.testing.fake.daemon")
 Action = Callable[[], None]
 Mode = Literal["owned", "union", "broadcast"]
 """How a family routes pushes: socket-owned subscriptions, per-session sets, or to everyone."""
-Target = tuple["FakeConnection", "str | None"]
+Target = tuple["Peer", "str | None"]
 """A socket and the subscription id its copy is tagged with (``None``: untagged)."""
-Listing = tuple["str | None", tuple[str, ...], "FakeConnection | Session"]
+Listing = tuple["str | None", tuple[str, ...], "Peer | Session"]
 """A live subscription: its id (``None`` for a session's set), its keys (sorted) and its owner."""
 
 
 class ReleaseHooks(Protocol):
     """Where a subscription family hears of capable releases (the fake's directory fits as is)."""
 
-    def add_release_hook(self, hook: Callable[[FakeConnection, str], None]) -> None: ...
+    def add_release_hook(self, hook: Callable[[Peer, str], None]) -> None: ...
 
 
 class Outbox:
@@ -182,7 +182,7 @@ class SubscriptionFamily:
 class _Owned:
     id: str
     keys: frozenset[str]
-    owner: FakeConnection
+    owner: Peer
 
 
 class SubscriptionTable:
@@ -234,7 +234,7 @@ class SubscriptionTable:
             return targets
         return [(c, None) for c in self.core.connections(handshaken_only=True)]
 
-    def _on_release(self, connection: FakeConnection, subscription_id: str) -> None:
+    def _on_release(self, connection: Peer, subscription_id: str) -> None:
         """Directory release hook (capable): drop the subscription, then write what was queued
         for it, so the release response comes after its last frame."""
         with self._lock:
@@ -242,7 +242,7 @@ class SubscriptionTable:
             ticket = self._outbox.last_ticket_locked()
         self._outbox.drain(ticket)
 
-    def _on_disconnect(self, connection: FakeConnection) -> None:
+    def _on_disconnect(self, connection: Peer) -> None:
         with self._lock:
             self._owned = [o for o in self._owned if o.owner is not connection]
 

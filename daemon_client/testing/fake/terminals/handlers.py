@@ -18,8 +18,8 @@ from daemon_client.protocol.terminal_frames import INPUT, RESIZE, decode_termina
 from daemon_client.testing.fake.engine.outbox import string_list
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer
     from daemon_client.testing.fake.terminals.store import FakeTerminals
 
 __all__ = ["install"]
@@ -119,7 +119,7 @@ def install(registry: HandlerRegistry, terminals: FakeTerminals) -> None:
         elif kind == "mouse":
             terminals.note_input(terminal_id, "json", "mouse", body)
 
-    def binary(connection: FakeConnection, data: bytes) -> None:
+    def binary(connection: Peer, data: bytes) -> None:
         frame = decode_terminal_frame(data)
         if frame is None or frame.opcode not in (INPUT, RESIZE):
             return

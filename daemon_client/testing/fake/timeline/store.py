@@ -48,9 +48,9 @@ from daemon_client.testing.fake.timeline.query import (
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.directory.observations import FakeDirectory
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+    from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = ["FakeTimeline", "TimelineSubscription"]
 
@@ -65,7 +65,7 @@ class TimelineSubscription:
     id: str | None
     """The daemon-issued id (capable); ``None`` for a selective session's union."""
     agent_ids: tuple[str, ...]
-    owner: FakeConnection | Session
+    owner: Peer | Session
     """The owning socket (capable) or server-side session (selective)."""
     host_kind: HostKind
 
