@@ -138,7 +138,7 @@ class FakeDaemon:
             hostnames=tuple(hostnames),
             cors_origins=tuple(cors_origins),
         )
-        self.registry: HandlerRegistry = default_registry()
+        self.registry: HandlerRegistry = default_registry(host_kind, self.config.effective_features)
         """The request handlers by type: ``handler_for(type)`` gives the installed one (to wrap
         it in a replacement given to :meth:`on_request`); see also :meth:`after_request`."""
         self.core = DaemonCore(self.config, self.registry, self)

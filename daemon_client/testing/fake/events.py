@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.testing.fake.engine.outbox import Outbox, SubscriptionFamily, SubscriptionTable, fanout, string_list
 
 if TYPE_CHECKING:
@@ -44,9 +45,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SET_EVENTS_REQUEST", "EventSubscription", "FakeEvents", "string_list"]
 
-SET_EVENTS_REQUEST = "session.events.set_subscription.request"
-_SUBSCRIPTIONS = SubscriptionFamily(request=SET_EVENTS_REQUEST, field="events", echo=False,
-                                    feature="explicitEventSubscriptions", union_key="event_union")  # fmt: skip
+SET_EVENTS_REQUEST = subscriptions_requests.SESSION_EVENTS.type
+_SUBSCRIPTIONS = SubscriptionFamily(spec=subscriptions_requests.SESSION_EVENTS, field="events", echo=False,
+                                    union_key="event_union")  # fmt: skip
 _NOT_BROADCAST = frozenset({"project.update"})
 """Events a host without event subscriptions never sends (protocol.md 8.2)."""
 

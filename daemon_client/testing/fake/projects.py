@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.protocol.requests.projects import LIST
 from daemon_client.testing.fake.directory.query import camel_case
 
 if TYPE_CHECKING:
@@ -71,9 +72,9 @@ class FakeProjects:
     # -- wiring --------------------------------------------------------------------------------
 
     def install(self, registry: HandlerRegistry) -> None:
-        """Register ``project.list.request`` on hosts with ``features.projectList``."""
-        if self.enabled:
-            registry.register("project.list.request", self._handle_list)
+        """Serve ``project.list.request`` on the hosts its declaration names (``features.projectList``)."""
+        config = self.core.config
+        registry.serve(LIST, self._handle_list, host_kind=config.host_kind, features=config.effective_features)
 
     # -- the store -----------------------------------------------------------------------------
 

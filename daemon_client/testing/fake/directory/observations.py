@@ -30,6 +30,9 @@ import attrs
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.paths import same_directory
+from daemon_client.protocol.requests import agents as agents_requests
+from daemon_client.protocol.requests import workspaces as workspaces_requests
+from daemon_client.protocol.requests.subscriptions import RELEASE
 from daemon_client.testing.fake.directory.query import (
     AGENT_SORT_KEYS,
     DEFAULT_AGENT_SORT,
@@ -118,13 +121,19 @@ class FakeDirectory:
 
     def install(self, registry: HandlerRegistry) -> None:
         """Register the directory handlers (and, on capable hosts, release and disconnect handling)."""
-        registry.register("fetch_agents_request", self._handle_fetch_agents)
-        registry.register("fetch_agent_request", self._handle_fetch_agent)
-        registry.register("fetch_workspaces_request", self._handle_fetch_workspaces)
-        registry.register("open_project_request", self._handle_open_project)
-        registry.register("archive_workspace_request", self._handle_archive_workspace)
-        if self.host_kind is HostKind.CAPABLE:
-            registry.register("subscription.release.request", self._handle_release)
+        features = self.core.config.effective_features
+        registry.serve_all(
+            (
+                (agents_requests.FETCH_AGENTS, self._handle_fetch_agents),
+                (agents_requests.FETCH_AGENT, self._handle_fetch_agent),
+                (workspaces_requests.FETCH_WORKSPACES, self._handle_fetch_workspaces),
+                (workspaces_requests.OPEN_PROJECT, self._handle_open_project),
+                (workspaces_requests.ARCHIVE, self._handle_archive_workspace),
+            ),
+            host_kind=self.host_kind,
+            features=features,
+        )
+        if registry.serve(RELEASE, self._handle_release, host_kind=self.host_kind, features=features):
             registry.add_disconnect_hook(self._release_connection)
 
     def add_release_hook(self, hook: ReleaseHook) -> None:

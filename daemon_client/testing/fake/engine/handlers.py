@@ -4,7 +4,9 @@ Owns the validation and dispatch of session requests (:func:`dispatch_session_fr
 table of known request schemas (required fields, protocol.md sections 4-9), the
 :class:`HandlerRegistry` keyed by request type, the reply naming rule (protocol.md 2.2) and
 the built-in handlers. Other modules extend every new fake with :func:`register_extension`
-or one fake with ``fake.registry.register(...)``.
+or one fake with ``fake.registry.register(...)``; a declared request is installed with
+``registry.serve(SPEC, handler, host_kind=..., features=...)``, so its declaration decides which
+hosts have it and which fields it requires.
 
 Handlers run on the reader thread of the connection that received the request (a
 ``fake-daemon-mem-*`` thread in memory, a websockets handler thread on loopback), never
@@ -25,6 +27,7 @@ import attrs
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.requests import CATALOG, RequestSpec, reply_by_rule
+from daemon_client.protocol.requests import session as session_requests
 from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = [
@@ -164,6 +167,13 @@ class HandlerRegistry:
             return False
         self.register(spec.type, handler, required=spec.required, request_id_optional=spec.request_id_optional)
         return True
+
+    def serve_all(
+        self, handlers: Iterable[tuple[RequestSpec, Handler]], *, host_kind: HostKind, features: Mapping[str, object]
+    ) -> None:
+        """:meth:`serve` each ``(spec, handler)`` pair for a host of ``host_kind`` reporting ``features``."""
+        for spec, handler in handlers:
+            self.serve(spec, handler, host_kind=host_kind, features=features)
 
     def handler(
         self, request_type: str, *, required: Iterable[str] | None = None, request_id_optional: bool | None = None
@@ -306,9 +316,9 @@ def _handle_session_ping(ctx: RequestContext) -> None:
     ctx.reply(payload, type="pong")
 
 
-def install_builtin_handlers(registry: HandlerRegistry) -> None:
+def install_builtin_handlers(registry: HandlerRegistry, host_kind: HostKind, features: Mapping[str, object]) -> None:
     """The handlers every fake starts with: the session ``ping``."""
-    registry.register("ping", _handle_session_ping)
+    registry.serve(session_requests.PING, _handle_session_ping, host_kind=host_kind, features=features)
 
 
 def zod_issue(path: Sequence[str], expected: str) -> dict[str, Any]:
@@ -387,7 +397,7 @@ def _run_handler(handler: Handler, ctx: RequestContext, *, answer_failure: bool)
 
 
 _EXTENSIONS_LOCK = threading.Lock()
-_EXTENSIONS: list[Callable[[HandlerRegistry], None]] = [install_builtin_handlers]
+_EXTENSIONS: list[Callable[[HandlerRegistry], None]] = []
 
 
 def register_extension(installer: Callable[[HandlerRegistry], None]) -> Callable[[HandlerRegistry], None]:
@@ -401,9 +411,11 @@ def register_extension(installer: Callable[[HandlerRegistry], None]) -> Callable
     return installer
 
 
-def default_registry() -> HandlerRegistry:
-    """A new registry with the built-in handlers and every registered extension installed."""
+def default_registry(host_kind: HostKind, features: Mapping[str, object]) -> HandlerRegistry:
+    """A new registry with the built-in handlers (as a host of ``host_kind`` reporting
+    ``features`` has them) and every registered extension installed."""
     registry = HandlerRegistry()
+    install_builtin_handlers(registry, host_kind, features)
     with _EXTENSIONS_LOCK:
         installers = list(_EXTENSIONS)
     for install in installers:

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import agents as agents_requests
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.testing.fake.directory.query import QueryError
 from daemon_client.testing.fake.engine.handlers import iso_now
 from daemon_client.testing.fake.engine.outbox import Outbox, SubscriptionFamily, SubscriptionTable, fanout
@@ -54,8 +56,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeTimeline", "TimelineSubscription"]
 
-_SUBSCRIPTIONS = SubscriptionFamily(request="agent.timeline.set_subscription.request", field="agentIds", echo=True,
-                                    feature="selectiveAgentTimeline", union_key="timeline_union")  # fmt: skip
+_SUBSCRIPTIONS = SubscriptionFamily(spec=subscriptions_requests.TIMELINE_MEMBERSHIP, field="agentIds", echo=True,
+                                    union_key="timeline_union")  # fmt: skip
 
 
 @attrs.frozen
@@ -93,7 +95,8 @@ class FakeTimeline:
 
     def install(self, registry: HandlerRegistry) -> None:
         """Register the read handler and, unless broadcast, the membership handler and hooks."""
-        registry.register("fetch_agent_timeline_request", self._handle_fetch)
+        kind, features = self.core.config.host_kind, self.core.config.effective_features
+        registry.serve(agents_requests.FETCH_TIMELINE, self._handle_fetch, host_kind=kind, features=features)
         self._subscriptions.install(registry, self.directory)
 
     # -- history -------------------------------------------------------------------------------
