@@ -28,7 +28,7 @@ CREATE_LEGACY = RequestSpec(
 )  # fmt: skip
 CREATION_LIFECYCLE = FeatureGate("creationLifecycle", "create agents through the creation lifecycle", "0.9.3")
 """The flag of the creation lifecycle (protocol.md 5.3). Its first version is not recorded: 0.9.3
-is the oldest one known to report it (protocol.md 11.1.2; 0.1.108 does not)."""
+is the oldest one known to report it (the capable example of protocol.md 11.1; 0.1.108 does not)."""
 CREATE = RequestSpec(
     "agent.create.request", _F, timeout=TimeoutClass.LONG_WORK, required=("config",), feature=CREATION_LIFECYCLE,
     api="client.agents.create()",

@@ -21,7 +21,7 @@ SESSION_EVENTS = RequestSpec(
     feature=FeatureGate("explicitEventSubscriptions", "subscribe to session events", "0.1.108"), hosts=NEWER_HOSTS,
 )  # fmt: skip
 """Capable hosts and selective ones with the flag (protocol.md 3.2); 0.1.108 is the oldest version
-known to report it (protocol.md 11.1.3)."""
+known to report it (the selective example of protocol.md 11.1)."""
 RELEASE = RequestSpec(
     "subscription.release.request", _F, timeout=TimeoutClass.READ, required=("subscriptionId",),
     hosts=frozenset({HostKind.CAPABLE}),

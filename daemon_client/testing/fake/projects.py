@@ -58,7 +58,7 @@ class FakeProjects:
     def __init__(self, core: DaemonCore, events: FakeEvents) -> None:
         self.core = core
         self.events = events
-        self.enabled: bool = bool(core.config.effective_features.get("projectList"))
+        self.enabled: bool = LIST.exists_on(core.config.host_kind, core.config.effective_features)
         """Whether this host has ``features.projectList`` (handler installed, updates published)."""
         self.before_list_reply: Callable[[], None] | None = None
         """Called without arguments on the handler thread after a list reply's rows were taken
