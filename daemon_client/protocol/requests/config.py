@@ -8,6 +8,8 @@ from __future__ import annotations
 from daemon_client.protocol.requests.spec import RequestSpec, TimeoutClass
 
 GET = RequestSpec("get_daemon_config_request", "config", timeout=TimeoutClass.READ, api="client.config.get()")
-SET = RequestSpec("set_daemon_config_request", "config", timeout=TimeoutClass.READ, api="client.config.patch()")
+SET = RequestSpec(
+    "set_daemon_config_request", "config", timeout=TimeoutClass.READ, required=("config",), api="client.config.patch()"
+)
 
 REQUESTS = (GET, SET)

@@ -22,8 +22,9 @@ ARCHIVE = RequestSpec(
 )  # fmt: skip
 CREATE = RequestSpec(
     "workspace.create.request", _F, timeout=TimeoutClass.LONG_WORK, required=("source",),
-    api="client.workspaces.create()",
+    feature=FeatureGate("workspaceMultiplicity", "create workspaces", "0.1.97"), api="client.workspaces.create()",
 )  # fmt: skip
+"""0.1.65 answers ``unknown_schema`` (transcript 18 L5); hosts reporting ``workspaceMultiplicity`` have it."""
 SET_TITLE = RequestSpec(
     "workspace.title.set.request", _F, timeout=TimeoutClass.READ, required=("workspaceId", "title"),
     feature=FeatureGate("workspaceMultiplicity", "set workspace titles", "0.1.97"), api="client.workspaces.set_title()",

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import config as config_requests
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
@@ -124,8 +125,12 @@ class FakeDaemonConfig:
         """Whether every change re-probes the providers (0.1.65 rebuilds its provider registry)."""
 
     def install(self, registry: HandlerRegistry) -> None:
-        registry.register("get_daemon_config_request", self._handle_get)
-        registry.register("set_daemon_config_request", self._handle_set, required=("config",))
+        config = self.daemon.core.config
+        registry.serve_all(
+            ((config_requests.GET, self._handle_get), (config_requests.SET, self._handle_set)),
+            host_kind=config.host_kind,
+            features=config.effective_features,
+        )
 
     # -- test thread ---------------------------------------------------------------------------
 

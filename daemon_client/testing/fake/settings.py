@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import agents as agents_requests
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
@@ -46,12 +47,13 @@ DEFAULT_COMMANDS: Mapping[str, list[dict[str, Any]]] = {
 }
 """Commands per provider; a provider without an entry "does not support listing commands"."""
 
-_SETTERS: Mapping[str, str] = {
-    "set_agent_mode_request": "modeId",
-    "set_agent_model_request": "modelId",
-    "set_agent_thinking_request": "thinkingOptionId",
-    "set_agent_feature_request": "featureId",
-}
+_SETTERS = (
+    agents_requests.SET_MODE,
+    agents_requests.SET_MODEL,
+    agents_requests.SET_THINKING,
+    agents_requests.SET_FEATURE,
+)
+"""The four setters, one handler; each declaration requires ``agentId`` and its own field."""
 
 
 def _is_uuid(value: object) -> bool:
@@ -81,16 +83,19 @@ class FakeAgentSettings:
         """Agents detached with ``agent.detach.request``, in order."""
 
     def install(self, registry: HandlerRegistry) -> None:
-        registry.register("list_commands_request", self._handle_commands, required=("agentId",))
-        for request_type, field in _SETTERS.items():
-            registry.register(request_type, self._handle_setter, required=("agentId", field))
-        registry.register("update_agent_request", self._handle_update)
-        registry.register("clear_agent_attention", self._handle_clear_attention)
-        registry.register("delete_agent_request", self._handle_delete)
-        if self.features.get("agentDetach"):
-            registry.register("agent.detach.request", self._handle_detach, required=("agentId",))
-        if self.features.get("agentForkContext"):
-            registry.register("agent.fork_context.request", self._handle_fork_context, required=("agentId",))
+        registry.serve_all(
+            (
+                (agents_requests.LIST_COMMANDS, self._handle_commands),
+                *((spec, self._handle_setter) for spec in _SETTERS),
+                (agents_requests.UPDATE, self._handle_update),
+                (agents_requests.CLEAR_ATTENTION, self._handle_clear_attention),
+                (agents_requests.DELETE, self._handle_delete),
+                (agents_requests.DETACH, self._handle_detach),
+                (agents_requests.FORK_CONTEXT, self._handle_fork_context),
+            ),
+            host_kind=self.host_kind,
+            features=self.features,
+        )
 
     # -- helpers -------------------------------------------------------------------------------
 

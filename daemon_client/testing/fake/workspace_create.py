@@ -71,16 +71,20 @@ class FakeWorktrees:
         """The label catalog (``workspace.label.list.response`` ``labels``), changed by tests freely."""
 
     def install(self, registry: HandlerRegistry) -> None:
-        registry.register("create_paseo_worktree_request", self._handle_legacy_create, required=("cwd",))
-        registry.register("paseo_worktree_list_request", self._handle_list)
-        registry.register("paseo_worktree_archive_request", self._handle_archive)
-        if self.newest:
-            registry.register("workspace.create.request", self._handle_create, required=("source",))
-            registry.register("workspace.title.set.request", self._handle_title, required=("workspaceId", "title"))
-        self._archive_workspace = registry.handler_for("archive_workspace_request")
-        registry.register("archive_workspace_request", self._handle_archive_workspace)
-        features = self.daemon.core.config.effective_features
-        registry.serve(workspace_requests.LIST_LABELS, self._handle_labels, host_kind=self.host_kind, features=features)
+        self._archive_workspace = registry.handler_for(workspace_requests.ARCHIVE.type)
+        registry.serve_all(
+            (
+                (workspace_requests.CREATE_WORKTREE, self._handle_legacy_create),
+                (workspace_requests.LIST_WORKTREES, self._handle_list),
+                (workspace_requests.ARCHIVE_WORKTREE, self._handle_archive),
+                (workspace_requests.CREATE, self._handle_create),
+                (workspace_requests.SET_TITLE, self._handle_title),
+                (workspace_requests.ARCHIVE, self._handle_archive_workspace),
+                (workspace_requests.LIST_LABELS, self._handle_labels),
+            ),
+            host_kind=self.host_kind,
+            features=self.daemon.core.config.effective_features,
+        )
 
     # -- test thread ---------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import agents as agents_requests
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
@@ -51,15 +52,20 @@ class RunHandlers:
         self._creations: dict[str, _Creation] = {}
 
     def install(self, registry: HandlerRegistry) -> None:
-        registry.register("create_agent_request", self._handle_create)
-        registry.register("send_agent_message_request", self._handle_send)
-        registry.register("wait_for_finish_request", self._handle_wait)
-        registry.register("cancel_agent_request", self._handle_cancel)
-        registry.register("archive_agent_request", self._handle_archive)
-        registry.register("agent_permission_response", self._handle_permission)
-        if self.runs.core.config.effective_features.get("creationLifecycle"):
-            registry.register("agent.create.request", self._handle_lifecycle_create)
-            registry.register("creation.subscribe.request", self._handle_creation_subscribe)
+        registry.register("agent_permission_response", self._handle_permission)  # undeclared: it has no reply
+        registry.serve_all(
+            (
+                (agents_requests.CREATE_LEGACY, self._handle_create),
+                (agents_requests.SEND_MESSAGE, self._handle_send),
+                (agents_requests.WAIT_FOR_FINISH, self._handle_wait),
+                (agents_requests.CANCEL, self._handle_cancel),
+                (agents_requests.ARCHIVE, self._handle_archive),
+                (agents_requests.CREATE, self._handle_lifecycle_create),
+                (agents_requests.CREATION_SUBSCRIBE, self._handle_creation_subscribe),
+            ),
+            host_kind=self.host_kind,
+            features=self.runs.core.config.effective_features,
+        )
 
     # -- creation ------------------------------------------------------------------------------
 
