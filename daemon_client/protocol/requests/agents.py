@@ -58,8 +58,11 @@ CLEAR_ATTENTION = RequestSpec(
     api="agent.controls.clear_attention()",
 )  # fmt: skip
 LIST_COMMANDS = RequestSpec(
-    "list_commands_request", _F, timeout=TimeoutClass.SLOW_READ, api="agent.controls.commands()"
-)
+    "list_commands_request", _F, timeout=TimeoutClass.SLOW_READ,
+    api="agent.controls.commands(), client.providers.commands()",
+)  # fmt: skip
+"""An agent's commands (``agentId``), or with a ``draftConfig`` and an ``agentId`` that names no
+loaded agent those of a configuration (every host kind, 0.1.65 included)."""
 SET_MODE = RequestSpec("set_agent_mode_request", _F, timeout=_R, api="agent.controls.set_mode()")
 SET_MODEL = RequestSpec("set_agent_model_request", _F, timeout=_R, api="agent.controls.set_model()")
 SET_THINKING = RequestSpec("set_agent_thinking_request", _F, timeout=_R, api="agent.controls.set_thinking()")
