@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from daemon_client.protocol.agents import AgentSnapshot as AgentSnapshot
     from daemon_client.protocol.agents import Checkout as Checkout
     from daemon_client.protocol.agents import ProjectPlacement as ProjectPlacement
+    from daemon_client.protocol.config import AgentProfile as AgentProfile
     from daemon_client.protocol.config import DaemonConfig as DaemonConfig
     from daemon_client.protocol.directory import AgentFilter as AgentFilter
     from daemon_client.protocol.directory import AgentListResult as AgentListResult
@@ -160,6 +161,7 @@ _LAZY: dict[str, str] = {
     "AgentFilter": "daemon_client.protocol.directory",
     "AgentHandle": "daemon_client.api.agents.handle",
     "AgentListResult": "daemon_client.protocol.directory",
+    "AgentProfile": "daemon_client.protocol.config",
     "AgentSnapshot": "daemon_client.protocol.agents",
     "AgentTimeline": "daemon_client.api.agents.timeline",
     "AgentUpdate": "daemon_client.protocol.directory",

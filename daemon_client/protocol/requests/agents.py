@@ -64,8 +64,11 @@ CLEAR_ATTENTION = RequestSpec(
     api="agent.controls.clear_attention()",
 )  # fmt: skip
 LIST_COMMANDS = RequestSpec(
-    "list_commands_request", _F, timeout=TimeoutClass.SLOW_READ, required=("agentId",), api="agent.controls.commands()"
-)
+    "list_commands_request", _F, timeout=TimeoutClass.SLOW_READ, required=("agentId",),
+    api="agent.controls.commands(), client.providers.commands()",
+)  # fmt: skip
+"""An agent's commands (``agentId``), or with a ``draftConfig`` and an ``agentId`` that names no
+loaded agent those of a configuration (every host kind, 0.1.65 included)."""
 SET_MODE = RequestSpec(
     "set_agent_mode_request", _F, timeout=_R, required=("agentId", "modeId"), api="agent.controls.set_mode()"
 )

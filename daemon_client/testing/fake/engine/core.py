@@ -60,6 +60,8 @@ DEFAULT_FEATURES: Mapping[HostKind, Mapping[str, bool]] = {
         "relayConfig": True,
         "workspaceTerminals": True,
         "workspaceLabels": True,
+        "agentProfiles": True,
+        "agentProfileWorkflows": True,
     },
     HostKind.SELECTIVE: {
         "selectiveAgentTimeline": True,
