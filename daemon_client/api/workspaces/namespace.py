@@ -260,13 +260,13 @@ class WorkspacesNamespace(
         handle.setup_terminal_id = setup
         return handle
 
-    def _known_workspaces(self) -> list[WorkspaceDescriptor]:
+    def _known_workspaces(self) -> tuple[WorkspaceDescriptor, ...]:
         """The workspaces this client holds without asking: its handles' snapshots and the
         entries of its live observations."""
         with self._handles_lock:
             handles = list(self._handles.values())
-        known = [snapshot for snapshot in (handle.current() for handle in handles) if snapshot is not None]
-        return known + self._manager.entries()
+        known = tuple(snapshot for snapshot in (handle.current() for handle in handles) if snapshot is not None)
+        return known + tuple(self._manager.entries())
 
     def labels(self, *, timeout: float | None = None) -> WorkspaceLabelCatalog:
         """The workspace label catalog: every label's name and colour
