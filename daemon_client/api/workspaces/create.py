@@ -49,21 +49,24 @@ def _inside(path: str, root: str) -> bool:
 def known_project_id(known: Iterable[WorkspaceDescriptor], path: str, *, worktree: bool) -> str | None:
     """The project ID of ``path`` from workspaces this client already holds (no request): a
     workspace whose directory or project root is ``path``, or for a worktree, whose project
-    root contains ``path``. ``None`` when none does, or when they disagree."""
-    found: set[str] = set()
+    root contains ``path`` (the innermost such root). ``None`` when none does, or when the
+    matching workspaces name different projects."""
+    found: dict[str, set[str]] = {}  # the matched root -> project IDs
     for workspace in known:
         if not workspace.project_id:
             continue
-        roots = [workspace.project_root_path] if workspace.project_root_path else []
-        if workspace.workspace_directory:
-            roots.append(workspace.workspace_directory)
         if worktree:
-            matched = bool(workspace.project_root_path) and _inside(path, workspace.project_root_path)
-        else:
-            matched = any(root.rstrip("/") == path.rstrip("/") for root in roots)
-        if matched:
-            found.add(workspace.project_id)
-    return found.pop() if len(found) == 1 else None
+            root = workspace.project_root_path
+            if root and _inside(path, root):
+                found.setdefault(root.rstrip("/"), set()).add(workspace.project_id)
+            continue
+        for root in (workspace.project_root_path, workspace.workspace_directory):
+            if root and root.rstrip("/") == path.rstrip("/"):
+                found.setdefault("", set()).add(workspace.project_id)
+    if not found:
+        return None
+    projects = found[max(found, key=len)]
+    return next(iter(projects)) if len(projects) == 1 else None
 
 
 def _check_options(

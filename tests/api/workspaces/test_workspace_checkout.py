@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import daemon_client as dc
+from daemon_client.api.workspaces.create import known_project_id
 from daemon_client.protocol.worktrees import parse_change_request
 from daemon_client.testing import FakeDaemon
 
@@ -260,3 +261,19 @@ def test_0_1_65_sends_no_project_id(connected: Connected) -> None:
     assert all("projectId" not in frame for frame in _sent(fake, LEGACY))
     with pytest.raises(ValueError, match="project_id"):
         client.workspaces.create(REPO, worktree=dc.Worktree(), project_id=" ")
+
+
+def test_which_known_workspace_tells_the_project() -> None:
+    def ws(project: str, root: str, directory: str | None = None) -> dc.WorkspaceDescriptor:
+        return dc.WorkspaceDescriptor(id=f"ws-{project}", project_id=project, project_root_path=root,
+                                      workspace_directory=directory or root)  # fmt: skip
+
+    outer, inner = ws("outer", "/src"), ws("inner", "/src/app")
+    worktree = ws("inner", "/src/app", "/home/dev/.paseo/worktrees/ab12cd34/fix")
+    assert known_project_id([outer, inner], "/src/app/lib", worktree=True) == "inner"  # the innermost root
+    assert known_project_id([outer], "/src/app/lib", worktree=True) == "outer"
+    assert known_project_id([outer, inner], "/src/app/lib", worktree=False) is None  # a directory: exact only
+    assert known_project_id([worktree], "/home/dev/.paseo/worktrees/ab12cd34/fix/", worktree=False) == "inner"
+    assert known_project_id([inner, ws("other", "/src/app")], "/src/app", worktree=False) is None  # they disagree
+    assert known_project_id([ws("", "/src/app")], "/src/app", worktree=False) is None
+    assert known_project_id([], "/src/app", worktree=True) is None
