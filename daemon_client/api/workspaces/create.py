@@ -60,8 +60,8 @@ def known_project_id(known: Iterable[WorkspaceDescriptor], path: str, *, worktre
             if root and _inside(path, root):
                 found.setdefault(root.rstrip("/"), set()).add(workspace.project_id)
             continue
-        for root in (workspace.project_root_path, workspace.workspace_directory):
-            if root and root.rstrip("/") == path.rstrip("/"):
+        for place in (workspace.project_root_path, workspace.workspace_directory):
+            if place and place.rstrip("/") == path.rstrip("/"):
                 found.setdefault("", set()).add(workspace.project_id)
     if not found:
         return None
