@@ -66,6 +66,11 @@ if TYPE_CHECKING:
     from daemon_client.protocol.agents import AgentSnapshot as AgentSnapshot
     from daemon_client.protocol.agents import Checkout as Checkout
     from daemon_client.protocol.agents import ProjectPlacement as ProjectPlacement
+    from daemon_client.protocol.attachments import Attachment as Attachment
+    from daemon_client.protocol.attachments import ChangeRequestAttachment as ChangeRequestAttachment
+    from daemon_client.protocol.attachments import IssueAttachment as IssueAttachment
+    from daemon_client.protocol.attachments import TextAttachment as TextAttachment
+    from daemon_client.protocol.attachments import UploadedFile as UploadedFile
     from daemon_client.protocol.config import AgentProfile as AgentProfile
     from daemon_client.protocol.config import DaemonConfig as DaemonConfig
     from daemon_client.protocol.directory import AgentFilter as AgentFilter
@@ -137,6 +142,7 @@ if TYPE_CHECKING:
     from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor as WorkspaceProjectDescriptor
     from daemon_client.protocol.worktrees import Worktree as Worktree
     from daemon_client.protocol.worktrees import WorktreeArchive as WorktreeArchive
+    from daemon_client.protocol.worktrees import WorktreeCheckout as WorktreeCheckout
     from daemon_client.protocol.worktrees import WorktreeInfo as WorktreeInfo
     from daemon_client.runtime.backlog import FlowControl as FlowControl
     from daemon_client.state import ConnectionState as ConnectionState
@@ -284,8 +290,14 @@ _LAZY: dict[str, str] = {
     "WorkspaceProjectDescriptor": "daemon_client.protocol.workspaces",
     "WorkspaceTerminals": "daemon_client.api.terminals.namespace",
     "WorkspaceUpdate": "daemon_client.protocol.directory",
+    "UploadedFile": "daemon_client.protocol.attachments",
+    "TextAttachment": "daemon_client.protocol.attachments",
+    "ChangeRequestAttachment": "daemon_client.protocol.attachments",
+    "IssueAttachment": "daemon_client.protocol.attachments",
+    "Attachment": "daemon_client.protocol.attachments",
     "Worktree": "daemon_client.protocol.worktrees",
     "WorktreeArchive": "daemon_client.protocol.worktrees",
+    "WorktreeCheckout": "daemon_client.protocol.worktrees",
     "WorktreeInfo": "daemon_client.protocol.worktrees",
     "WouldDeadlock": "daemon_client.errors",
     "check_reply": "daemon_client.errors",

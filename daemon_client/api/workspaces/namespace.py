@@ -19,6 +19,7 @@ from daemon_client.api.workspaces.titles import set_title
 from daemon_client.api.workspaces.workspace_agents import WorkspaceAgents
 from daemon_client.api.workspaces.worktrees import WORKTREE_REFUSAL, archive_worktree, list_worktrees
 from daemon_client.errors import ProtocolError, check_reply, error_in_reply
+from daemon_client.protocol.attachments import Attachment
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.directory import (
     WORKSPACE_SORT_KEYS,
@@ -35,7 +36,7 @@ from daemon_client.protocol.directory import (
 from daemon_client.protocol.requests import workspaces as workspaces_requests
 from daemon_client.protocol.workspace_labels import WorkspaceLabelCatalog
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
-from daemon_client.protocol.worktrees import Worktree, WorktreeArchive, WorktreeInfo
+from daemon_client.protocol.worktrees import Worktree, WorktreeArchive, WorktreeCheckout, WorktreeInfo
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
 
@@ -222,31 +223,50 @@ class WorkspacesNamespace(
         self,
         cwd: str,
         *,
-        worktree: Worktree | None = None,
+        worktree: Worktree | WorktreeCheckout | None = None,
         title: str | None = None,
         first_prompt: str | None = None,
+        attachments: Sequence[Attachment] | None = None,
+        project_id: str | None = None,
         timeout: float | None = None,
     ) -> WorkspaceHandle:
         """Create a new workspace (unlike ``open``, never an existing one) backed by ``cwd``,
-        or with ``worktree=dc.Worktree(branch=..., base=...)`` by a new Paseo-owned git worktree
-        of the repository ``cwd`` is in (120 s).
+        or by a new Paseo-owned git worktree of the repository ``cwd`` is in: a new branch with
+        ``worktree=dc.Worktree(branch=..., base=...)``, or a checkout of an existing branch or
+        pull request with ``worktree=dc.WorktreeCheckout(branch=...)`` /
+        ``dc.WorktreeCheckout(pull_request=42 or its URL)`` (120 s).
 
         Hosts with ``features.workspaceMultiplicity`` (Paseo 0.1.97) get
         ``workspace.create.request``. Older hosts (0.1.65) create worktrees with
         ``create_paseo_worktree_request``; they cannot create a fresh workspace for a plain
-        directory or give one a title, so those raise ``UnsupportedByHost`` before sending
-        (``open(cwd)`` opens a directory's workspace there). ``first_prompt`` is the text the
-        daemon may use to name the worktree or branch. The handle's ``setup_terminal_id`` names
-        the terminal running the repository's setup commands, if any. Raises ``RpcError`` when
-        the daemon reports an error (not a git repository, a branch that exists ...).
+        directory, give one a title, or check out a change request of a forge other than
+        GitHub, so those raise ``UnsupportedByHost`` before sending (``open(cwd)`` opens a
+        directory's workspace there). ``first_prompt`` and ``attachments`` (uploaded files,
+        images among them, texts, pull requests, issues: see
+        :mod:`daemon_client.protocol.attachments`) are the first agent's context, which the
+        daemon may use to name the worktree or branch. ``project_id`` is the project ``cwd``
+        belongs to (newest hosts); when omitted it is taken, without a request, from the
+        workspaces this client already holds (handles and live observations). The handle's
+        ``setup_terminal_id`` names the terminal running the repository's setup commands, if
+        any. Raises ``RpcError`` when the daemon reports an error (not a git repository, a
+        branch that exists or does not, an unknown pull request ...).
         """
         descriptor, setup = create_workspace(
-            self._context, cwd, worktree, title=title, first_prompt=first_prompt, timeout=timeout
-        )
+            self._context, cwd, worktree, title=title, first_prompt=first_prompt, timeout=timeout,
+            attachments=attachments, project_id=project_id, known=self._known_workspaces,
+        )  # fmt: skip
         handle = self.ref(descriptor)
         handle.note_snapshot(descriptor)
         handle.setup_terminal_id = setup
         return handle
+
+    def _known_workspaces(self) -> tuple[WorkspaceDescriptor, ...]:
+        """The workspaces this client holds without asking: its handles' snapshots and the
+        entries of its live observations."""
+        with self._handles_lock:
+            handles = list(self._handles.values())
+        known = tuple(snapshot for snapshot in (handle.current() for handle in handles) if snapshot is not None)
+        return known + tuple(self._manager.entries())
 
     def labels(self, *, timeout: float | None = None) -> WorkspaceLabelCatalog:
         """The workspace label catalog: every label's name and colour

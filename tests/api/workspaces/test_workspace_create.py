@@ -48,7 +48,8 @@ def test_create_a_fresh_workspace_for_a_directory(connected: Connected, kind: st
     assert _sent(fake, "workspace.create.request") == [
         {
             "type": "workspace.create.request",
-            "source": {"kind": "directory", "path": "/home/dev/projects/demo"},
+            # the opened workspace told this client the directory's project: sent without asking
+            "source": {"kind": "directory", "path": "/home/dev/projects/demo", "projectId": opened.project_id},
             "title": "Second look",
         }
     ]
@@ -82,7 +83,7 @@ def test_create_a_worktree_workspace(connected: Connected, kind: str, transport:
         }  # fmt: skip
     generated = client.workspaces.create(REPO, worktree=dc.Worktree(), first_prompt="Fix the login bug")
     assert generated.name  # the daemon chose the branch
-    context = {"prompt": "Fix the login bug"}
+    context = {"prompt": "Fix the login bug", "attachments": []}  # the SDK always sends the list
     sent = _sent(fake, "create_paseo_worktree_request" if kind == "broadcast" else "workspace.create.request")
     assert sent[-1]["firstAgentContext"] == context
 
