@@ -1,4 +1,5 @@
-"""``providers``, ``workspaces`` and ``projects``: list them, or follow their updates.
+"""``providers``, ``workspaces`` and ``projects``: list them, or follow their updates;
+``workspace-label``: assign a label to a workspace or remove it.
 
 Listings run on the main thread with ``--timeout`` per request; ``--watch`` prints updates
 from the callback thread (one JSON document per line with ``--json``) while the main thread
@@ -98,6 +99,21 @@ def workspaces(args: argparse.Namespace, ctx: CommandContext) -> int:
         error=lambda exc: follow.finish(CliError(f"the workspace observation ended: {exc}")),
     )
     return follow.wait(args.duration)
+
+
+def workspace_label(args: argparse.Namespace, ctx: CommandContext) -> int:
+    if args.remove and args.color is not None:
+        raise CliError("--color applies to assigning a label, not to --remove", USAGE)
+    workspaces = ctx.connect().workspaces
+    if args.remove:
+        result = workspaces.remove_label(args.workspace, args.label, timeout=ctx.timeout)
+    else:
+        result = workspaces.set_label(args.workspace, args.label, color=args.color, timeout=ctx.timeout)
+    if ctx.json:
+        ctx.out.json_document({"label": model_json(result.label), "labels": list(result.labels)})
+    else:
+        ctx.out.line(", ".join(result.labels) if result.labels else "(no labels)")
+    return OK
 
 
 def projects(args: argparse.Namespace, ctx: CommandContext) -> int:
