@@ -76,7 +76,8 @@ def test_workspace_label_assigns_and_removes(served: Callable[[str], FakeDaemon]
     assert run(["workspace-label", "--url", fake.url, workspace, "Review"]) == (0, "Review\n")
     code, out = run(["workspace-label", "--url", fake.url, workspace, "Needs design", "--color", "amber", "--json"])
     assert code == 0
-    assert json.loads(out) == {"label": {"name": "Needs design", "color": "amber"}, "labels": ["Review", "Needs design"]}
+    document = json.loads(out)
+    assert document == {"label": {"name": "Needs design", "color": "amber"}, "labels": ["Review", "Needs design"]}
     assert run(["workspace-label", "--url", fake.url, workspace, "review", "--remove"]) == (0, "Needs design\n")
     assert run(["workspace-label", "--url", fake.url, workspace, "Needs design", "--remove"]) == (0, "(no labels)\n")
     sent = [dict(frame["message"]) for frame in fake.received if frame.message_type == SET]
