@@ -48,6 +48,8 @@ def test_a_parent_is_sent_as_caller_agent_id_on_every_host_kind(connected: Conne
     assert snapshot.labels == {PARENT_AGENT_ID_LABEL: parent.id}
     assert fake.agents.get(child.id)["labels"] == {PARENT_AGENT_ID_LABEL: parent.id}
     assert parent.current().parent_agent_id is None
+    children = client.agents.list(filter=dc.AgentFilter(labels={PARENT_AGENT_ID_LABEL: parent.id}))
+    assert [entry.agent.id for entry in children.entries] == [child.id]
 
 
 @pytest.mark.parametrize("kind", KINDS)
