@@ -137,6 +137,7 @@ if TYPE_CHECKING:
     from daemon_client.protocol.timeline import UserMessage as UserMessage
     from daemon_client.protocol.timeline import join_messages as join_messages
     from daemon_client.protocol.workspace_labels import WorkspaceLabel as WorkspaceLabel
+    from daemon_client.protocol.workspace_labels import WorkspaceLabelAssignment as WorkspaceLabelAssignment
     from daemon_client.protocol.workspace_labels import WorkspaceLabelCatalog as WorkspaceLabelCatalog
     from daemon_client.protocol.workspaces import WorkspaceDescriptor as WorkspaceDescriptor
     from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor as WorkspaceProjectDescriptor
@@ -285,6 +286,7 @@ _LAZY: dict[str, str] = {
     "WorkspaceFilter": "daemon_client.protocol.directory",
     "WorkspaceHandle": "daemon_client.api.workspaces.namespace",
     "WorkspaceLabel": "daemon_client.protocol.workspace_labels",
+    "WorkspaceLabelAssignment": "daemon_client.protocol.workspace_labels",
     "WorkspaceLabelCatalog": "daemon_client.protocol.workspace_labels",
     "WorkspaceListResult": "daemon_client.protocol.directory",
     "WorkspaceProjectDescriptor": "daemon_client.protocol.workspaces",

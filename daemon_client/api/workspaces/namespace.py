@@ -15,6 +15,7 @@ from daemon_client.api.common.directory_namespace import DirectoryNamespace, Han
 from daemon_client.api.common.local_handle import LocalHandle
 from daemon_client.api.terminals.namespace import WorkspaceTerminals
 from daemon_client.api.workspaces.create import create_workspace, newest_workspaces
+from daemon_client.api.workspaces.labels import LabelArg, set_label
 from daemon_client.api.workspaces.titles import set_title
 from daemon_client.api.workspaces.workspace_agents import WorkspaceAgents
 from daemon_client.api.workspaces.worktrees import WORKTREE_REFUSAL, archive_worktree, list_worktrees
@@ -34,7 +35,7 @@ from daemon_client.protocol.directory import (
     sort_to_wire,
 )
 from daemon_client.protocol.requests import workspaces as workspaces_requests
-from daemon_client.protocol.workspace_labels import WorkspaceLabelCatalog
+from daemon_client.protocol.workspace_labels import WorkspaceLabelAssignment, WorkspaceLabelCatalog
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
 from daemon_client.protocol.worktrees import Worktree, WorktreeArchive, WorktreeCheckout, WorktreeInfo
 from daemon_client.runtime.context import ClientContext
@@ -122,6 +123,30 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
         ``features.workspaceMultiplicity`` (Paseo 0.1.97): older hosts have no workspace titles
         and raise ``UnsupportedByHost``; ``accepted: false`` raises ``RpcError``."""
         return self._workspaces.set_title(self.id, title, timeout=timeout)
+
+    def set_label(
+        self, label: LabelArg, *, color: str | None = None, assigned: bool = True, timeout: float | None = None
+    ) -> WorkspaceLabelAssignment:
+        """Assign a label (a name, or a ``WorkspaceLabel`` of the catalog) to this workspace, or
+        with ``assigned=False`` remove it; returns the label as the catalog has it and every
+        label of the workspace afterwards (15 s), which ``current().labels`` then shows.
+
+        A name new to the catalog is added with ``color`` (default: the palette's first,
+        ``"violet"``); an existing label keeps its catalog colour. Observations of the
+        directory receive the workspace's ``upsert``. Needs ``features.workspaceLabels``
+        (Paseo 0.5.0; never on broadcast-only hosts): other hosts raise ``UnsupportedByHost``
+        without sending; a refusal (unknown or archived workspace, a colour outside the
+        palette) raises ``RpcError``."""
+        result = self._workspaces.set_label(self.id, label, color=color, assigned=assigned, timeout=timeout)
+        snapshot = self._snapshot
+        if snapshot is not None:
+            self.note_snapshot(attrs.evolve(snapshot, labels=result.labels))
+        return result
+
+    def remove_label(self, label: LabelArg, *, timeout: float | None = None) -> WorkspaceLabelAssignment:
+        """Remove a label from this workspace (the catalog keeps it): ``set_label(label,
+        assigned=False)``. Removing a label the workspace does not have changes nothing."""
+        return self.set_label(label, assigned=False, timeout=timeout)
 
     @property
     def terminals(self) -> WorkspaceTerminals:
@@ -278,6 +303,25 @@ class WorkspacesNamespace(
     def set_title(self, workspace_id: str, title: str | None, *, timeout: float | None = None) -> str | None:
         """Set (or with ``None`` clear) a workspace's title by ID; see ``WorkspaceHandle.set_title``."""
         return set_title(self._context, workspace_id, title, timeout)
+
+    def set_label(
+        self,
+        workspace_id: str,
+        label: LabelArg,
+        *,
+        color: str | None = None,
+        assigned: bool = True,
+        timeout: float | None = None,
+    ) -> WorkspaceLabelAssignment:
+        """Assign (or with ``assigned=False`` remove) a label of a workspace by ID; see
+        ``WorkspaceHandle.set_label``."""
+        return set_label(self._context, workspace_id, label, assigned=assigned, color=color, timeout=timeout)
+
+    def remove_label(
+        self, workspace_id: str, label: LabelArg, *, timeout: float | None = None
+    ) -> WorkspaceLabelAssignment:
+        """Remove a label from a workspace by ID; see ``WorkspaceHandle.remove_label``."""
+        return set_label(self._context, workspace_id, label, assigned=False, color=None, timeout=timeout)
 
     def archive(self, workspace_id: str, *, timeout: float | None = None) -> str | None:
         """Archive a workspace by ID; returns ``archivedAt``; raises ``RpcError`` if it fails.

@@ -1,5 +1,5 @@
-"""``providers``, ``workspaces`` and ``projects``: list them, or follow their updates; and
-``workspaces create``.
+"""``providers``, ``workspaces`` and ``projects``: list them, or follow their updates;
+``workspaces create``; ``workspace-label``: assign a label to a workspace or remove it.
 
 Listings run on the main thread with ``--timeout`` per request; ``--watch`` prints updates
 from the callback thread (one JSON document per line with ``--json``) while the main thread
@@ -136,6 +136,21 @@ def create_workspace(args: argparse.Namespace, ctx: CommandContext) -> int:
         ctx.out.line(table([row], ["ID", "NAME", "DIRECTORY"]))
     if workspace.setup_terminal_id:
         ctx.notes.note(f"setup runs in terminal {workspace.setup_terminal_id}")
+    return OK
+
+
+def workspace_label(args: argparse.Namespace, ctx: CommandContext) -> int:
+    if args.remove and args.color is not None:
+        raise CliError("--color applies to assigning a label, not to --remove", USAGE)
+    workspaces = ctx.connect().workspaces
+    if args.remove:
+        result = workspaces.remove_label(args.workspace, args.label, timeout=ctx.timeout)
+    else:
+        result = workspaces.set_label(args.workspace, args.label, color=args.color, timeout=ctx.timeout)
+    if ctx.json:
+        ctx.out.json_document({"label": model_json(result.label), "labels": list(result.labels)})
+    else:
+        ctx.out.line(", ".join(result.labels) if result.labels else "(no labels)")
     return OK
 
 

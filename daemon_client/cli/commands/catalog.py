@@ -1,4 +1,4 @@
-"""``providers``, ``workspaces`` (and ``workspaces create``), ``projects``: options and help.
+"""``providers``, ``workspaces`` (and ``workspaces create``), ``workspace-label``, ``projects``: options and help.
 
 What they do is in :mod:`daemon_client.cli.actions.catalog`.
 """
@@ -32,6 +32,23 @@ def register(registry: Registry) -> None:
     json_arg(parser, "the workspaces (with --watch: one JSON document per line)")
     follow_args(parser, duration_help="with --watch: stop after this many seconds")
     _create(registry.optional_group(parser, "workspaces"))
+    parser = registry.add(
+        "workspace-label", "assign a label to a workspace (--remove: take it off)", "catalog:workspace_label",
+        epilog="A label new to the catalog is added with --color; an existing one keeps its own colour.\n"
+               "Needs a daemon with workspace labels (Paseo 0.5.0 or newer).\n\n"
+               "examples:\n  daemon-client workspace-label ws-4f2a9c Review\n"
+               "  daemon-client workspace-label ws-4f2a9c 'Needs design' --color amber\n"
+               "  daemon-client workspace-label ws-4f2a9c Review --remove",
+    )  # fmt: skip
+    parser.add_argument("workspace", help="the workspace's ID (see: daemon-client workspaces)")
+    parser.add_argument("label", help="the label's name")
+    parser.add_argument("--remove", action="store_true", help="remove the label from the workspace instead")
+    parser.add_argument(
+        "--color", metavar="COLOR",
+        help="the colour of a new label, one of the daemon's palette: violet (the default), sky, emerald, "
+             "orange, pink, indigo, teal, red, amber, blue",
+    )  # fmt: skip
+    json_arg(parser, "the label and the workspace's labels")
     parser = registry.add(
         "projects", "list projects (--watch: follow updates; needs a current daemon)", "catalog:projects",
         epilog="example:\n  daemon-client projects --json | jq -r '.projects[].projectRootPath'",

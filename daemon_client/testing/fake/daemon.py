@@ -59,6 +59,7 @@ from daemon_client.testing.fake.terminals.store import FakeTerminal, FakeTermina
 from daemon_client.testing.fake.timeline.store import FakeTimeline, TimelineSubscription
 from daemon_client.testing.fake.upgrade import check_listen
 from daemon_client.testing.fake.workspace_create import FakeWorktrees
+from daemon_client.testing.fake.workspace_labels import FakeWorkspaceLabels
 from daemon_client.transport.base import TransportClosed, TransportError
 from daemon_client.transport.memory import MemoryServerEnd, MemoryTransport
 
@@ -86,6 +87,7 @@ __all__ = [
     "FakeTerminal",
     "FakeTerminals",
     "FakeTimeline",
+    "FakeWorkspaceLabels",
     "FakeWorktrees",
     "FramePredicate",
     "Handler",
@@ -173,6 +175,9 @@ class FakeDaemon:
         self.worktrees = FakeWorktrees(self)
         """Workspace creation, titles and Paseo worktrees (fake_workspace_create)."""
         self.worktrees.install(self.registry)
+        self.workspace_labels = FakeWorkspaceLabels(self, self.worktrees)
+        """Label assignments of workspaces, in the catalog of ``worktrees.labels`` (fake_workspace_labels)."""
+        self.workspace_labels.install(self.registry)
         self.provider_extras = FakeProviderExtras(self)
         """Provider features, diagnostics of unknown providers and usage (fake_provider_extras)."""
         self.provider_extras.install(self.registry)

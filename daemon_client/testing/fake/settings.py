@@ -3,9 +3,9 @@
 Handlers of ``list_commands_request``, ``set_agent_mode_request``, ``set_agent_model_request``,
 ``set_agent_thinking_request``, ``set_agent_feature_request``, ``update_agent_request``,
 ``clear_agent_attention`` and ``delete_agent_request`` (every host), ``agent.detach.request``
-(hosts with ``features.agentDetach``) and ``agent.fork_context.request`` (hosts with
-``features.agentForkContext``; a ``boundaryCursor`` is read only with
-``features.agentForkContextCursor``). Shaped like the 0.1.65 frames:
+(hosts with ``features.agentDetach``; it removes the agent's ``paseo.parent-agent-id`` label)
+and ``agent.fork_context.request`` (hosts with ``features.agentForkContext``; a
+``boundaryCursor`` is read only with ``features.agentForkContextCursor``). Shaped like the 0.1.65 frames:
 
 - ``set_*`` take exact agent UUIDs (``"requireAgent: agentId must be a UUID"``), answer
   ``{agentId, accepted, error}`` (newer hosts add ``notice``), and only then push the agent's
@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.protocol.agents import PARENT_AGENT_ID_LABEL
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.requests import agents as agents_requests
 from daemon_client.testing.fake.engine.handlers import iso_now
@@ -234,6 +235,9 @@ class FakeAgentSettings:
             self._answer(ctx, agent_id, f"Agent not found: {agent_id}")
             return
         self.detached.append(str(agent_id))
+        labels = dict(agent.get("labels") or {})
+        if labels.pop(PARENT_AGENT_ID_LABEL, None) is not None:
+            self.daemon.agents.upsert(str(agent_id), labels=labels)
         self._answer(ctx, agent_id, None)
 
     def _handle_fork_context(self, ctx: RequestContext) -> None:
