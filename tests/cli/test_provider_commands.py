@@ -13,7 +13,7 @@ from daemon_client.api.providers.extra_calls import DRAFT_AGENT_ID
 from daemon_client.testing import FakeDaemon
 
 from ..conftest import KINDS
-from ..meta.cli_inprocess import run
+from .cli_inprocess import run
 
 
 @pytest.fixture
