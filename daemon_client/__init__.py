@@ -68,6 +68,12 @@ if TYPE_CHECKING:
     from daemon_client.protocol.agents import AgentSnapshot as AgentSnapshot
     from daemon_client.protocol.agents import Checkout as Checkout
     from daemon_client.protocol.agents import ProjectPlacement as ProjectPlacement
+    from daemon_client.protocol.attachments import Attachment as Attachment
+    from daemon_client.protocol.attachments import ChangeRequestAttachment as ChangeRequestAttachment
+    from daemon_client.protocol.attachments import IssueAttachment as IssueAttachment
+    from daemon_client.protocol.attachments import TextAttachment as TextAttachment
+    from daemon_client.protocol.attachments import UploadedFile as UploadedFile
+    from daemon_client.protocol.config import AgentProfile as AgentProfile
     from daemon_client.protocol.config import DaemonConfig as DaemonConfig
     from daemon_client.protocol.directory import AgentFilter as AgentFilter
     from daemon_client.protocol.directory import AgentListResult as AgentListResult
@@ -133,11 +139,13 @@ if TYPE_CHECKING:
     from daemon_client.protocol.timeline import UserMessage as UserMessage
     from daemon_client.protocol.timeline import join_messages as join_messages
     from daemon_client.protocol.workspace_labels import WorkspaceLabel as WorkspaceLabel
+    from daemon_client.protocol.workspace_labels import WorkspaceLabelAssignment as WorkspaceLabelAssignment
     from daemon_client.protocol.workspace_labels import WorkspaceLabelCatalog as WorkspaceLabelCatalog
     from daemon_client.protocol.workspaces import WorkspaceDescriptor as WorkspaceDescriptor
     from daemon_client.protocol.workspaces import WorkspaceProjectDescriptor as WorkspaceProjectDescriptor
     from daemon_client.protocol.worktrees import Worktree as Worktree
     from daemon_client.protocol.worktrees import WorktreeArchive as WorktreeArchive
+    from daemon_client.protocol.worktrees import WorktreeCheckout as WorktreeCheckout
     from daemon_client.protocol.worktrees import WorktreeInfo as WorktreeInfo
     from daemon_client.runtime.backlog import FlowControl as FlowControl
     from daemon_client.state import ConnectionState as ConnectionState
@@ -162,6 +170,7 @@ _LAZY: dict[str, str] = {
     "AgentFilter": "daemon_client.protocol.directory",
     "AgentHandle": "daemon_client.api.agents.handle",
     "AgentListResult": "daemon_client.protocol.directory",
+    "AgentProfile": "daemon_client.protocol.config",
     "AgentSnapshot": "daemon_client.protocol.agents",
     "AgentTimeline": "daemon_client.api.agents.timeline",
     "AgentUpdate": "daemon_client.protocol.directory",
@@ -279,13 +288,20 @@ _LAZY: dict[str, str] = {
     "WorkspaceFilter": "daemon_client.protocol.directory",
     "WorkspaceHandle": "daemon_client.api.workspaces.namespace",
     "WorkspaceLabel": "daemon_client.protocol.workspace_labels",
+    "WorkspaceLabelAssignment": "daemon_client.protocol.workspace_labels",
     "WorkspaceLabelCatalog": "daemon_client.protocol.workspace_labels",
     "WorkspaceListResult": "daemon_client.protocol.directory",
     "WorkspaceProjectDescriptor": "daemon_client.protocol.workspaces",
     "WorkspaceTerminals": "daemon_client.api.terminals.namespace",
     "WorkspaceUpdate": "daemon_client.protocol.directory",
+    "UploadedFile": "daemon_client.protocol.attachments",
+    "TextAttachment": "daemon_client.protocol.attachments",
+    "ChangeRequestAttachment": "daemon_client.protocol.attachments",
+    "IssueAttachment": "daemon_client.protocol.attachments",
+    "Attachment": "daemon_client.protocol.attachments",
     "Worktree": "daemon_client.protocol.worktrees",
     "WorktreeArchive": "daemon_client.protocol.worktrees",
+    "WorktreeCheckout": "daemon_client.protocol.worktrees",
     "WorktreeInfo": "daemon_client.protocol.worktrees",
     "WouldDeadlock": "daemon_client.errors",
     "check_reply": "daemon_client.errors",

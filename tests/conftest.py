@@ -108,11 +108,12 @@ def fakes() -> Iterator[Callable[..., FakeDaemon]]:
 def connected(
     fakes: Callable[..., FakeDaemon], make_client: Callable[..., Client]
 ) -> Callable[..., tuple[FakeDaemon, Client]]:
-    """``connected(kind="capable", **fake_options)``: a fake daemon and a client connected to it."""
+    """``connected(kind="capable", transport="memory", **fake_options)``: a fake daemon and a client
+    connected to it over ``transport``."""
 
-    def make(kind: str = "capable", **options: object) -> tuple[FakeDaemon, Client]:
+    def make(kind: str = "capable", transport: str = "memory", **options: object) -> tuple[FakeDaemon, Client]:
         fake = fakes(kind, **options)
-        client = make_client(fake)
+        client = make_client(fake, transport)
         client.connect()
         return fake, client
 

@@ -8,17 +8,28 @@ memory and echoes them back without saving them. So ``patch`` first reads the co
 and refuses (:class:`~daemon_client.errors.UnknownConfigKeys`, nothing sent) a key the host does
 not report, unless ``allow_unknown_keys=True``; and it checks that the reply shows every
 patched value, raising ``RpcError`` (code ``config_not_applied``) when it does not.
+``add_agent_profiles`` is a patch-only operation of newer daemons: gated on
+``features.agentProfileWorkflows``, it sends one patch and reads nothing before.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.api.common.feature_gates import require_feature
 from daemon_client.errors import RpcError, UnknownConfigKeys, check_reply
-from daemon_client.protocol.config import DaemonConfig, parse_config, unapplied_patch_keys, unknown_patch_keys
+from daemon_client.protocol.config import (
+    ADD_PROFILES,
+    AgentProfile,
+    DaemonConfig,
+    parse_config,
+    profile_wire,
+    unapplied_patch_keys,
+    unknown_patch_keys,
+)
 from daemon_client.protocol.requests import config as config_requests
 from daemon_client.subscriptions.config import ConfigManager, ConfigSubscription
 
@@ -69,6 +80,40 @@ class ConfigNamespace:
                     "echo them without saving them (pass allow_unknown_keys=True to send them anyway)",
                     unknown,
                 )
+        return self._send_patch(body, timeout)
+
+    def add_agent_profiles(
+        self, profiles: Iterable[AgentProfile | Mapping[str, Any]], *, timeout: float | None = None
+    ) -> DaemonConfig:
+        """Add agent profiles whose ID the daemon does not have yet, keeping every existing one
+        as it is (the daemon's ``addAgentProfilesIfMissing`` patch), and return the result.
+
+        ``profiles`` are :class:`~daemon_client.protocol.config.AgentProfile` values or profiles
+        in wire form (entries of ``DaemonConfig.agent_profiles``). Needs
+        ``features.agentProfileWorkflows``: other hosts raise ``UnsupportedByHost`` and nothing
+        is sent (``NotConnected`` while there is no connection to ask). Unlike :meth:`patch`
+        it sends exactly one ``set_daemon_config_request`` and reads nothing before; an
+        invalid profile raises ``ValueError``/``TypeError`` before sending. Raises ``RpcError``
+        with ``code="config_not_applied"`` when the reply lists a profile ID under none of its
+        ``agentProfiles``, and the daemon's ``RpcError`` for a profile it refuses.
+        """
+        if isinstance(profiles, (str, bytes, Mapping, AgentProfile)):
+            raise TypeError("profiles is a list of agent profiles, not a single one")
+        wire = [profile_wire(profile) for profile in profiles]
+        ids = [entry["id"] for entry in wire]
+        duplicated = sorted({name for name in ids if ids.count(name) > 1})
+        if duplicated:
+            raise ValueError(f"agent profile IDs must be unique: {', '.join(duplicated)} given twice")
+        try:
+            json.dumps(wire, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"agent profiles must be plain JSON: {exc}") from None
+        gate = config_requests.AGENT_PROFILE_WORKFLOWS
+        require_feature(self._context.server_info, gate.flag, gate.what, gate.version)
+        return self._send_patch({ADD_PROFILES: wire}, timeout)
+
+    def _send_patch(self, body: dict[str, Any], timeout: float | None) -> DaemonConfig:
+        """Send one ``set_daemon_config_request`` and check that its reply shows ``body``."""
         payload = self._context.request({"type": SET, "config": body}, timeout=timeout)
         check_reply(payload, SET, required_field="config", missing="the daemon sent no configuration")
         result = parse_config(payload["config"])

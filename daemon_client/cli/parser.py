@@ -139,6 +139,16 @@ class Registry:
         group._connection_args = self._connection_args
         return group
 
+    def optional_group(self, parser: CliParser, name: str) -> Registry:
+        """Subcommands of the command ``parser`` (``name``) that it also runs without one
+        (``workspaces`` lists, ``workspaces create`` creates); add them to the returned registry.
+        A subcommand's options come after its name."""
+        group = Registry.__new__(Registry)
+        group._top = parser
+        group._sub = parser.add_subparsers(dest=f"{name}_command", required=False, metavar="COMMAND")
+        group._connection_args = self._connection_args
+        return group
+
     def add(self, name: str, help_text: str, action: str, *, connects: bool = True, epilog: str = "") -> CliParser:
         """A new subcommand running ``action`` (``"module:function"``, see :func:`resolve`) as
         ``function(args, ctx)``; returns its parser for its own options."""

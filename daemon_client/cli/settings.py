@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from daemon_client import _nesting as nesting
+from daemon_client.api.agents.create import AgentConfig
 from daemon_client.api.agents.handle import AgentHandle
 from daemon_client.cli.exit_codes import USAGE, CliError
 from daemon_client.cli.render import table
@@ -101,9 +103,22 @@ def cmd_agent_set_model(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _commands_target(args: argparse.Namespace) -> AgentConfig | None:
+    """The draft configuration ``--provider`` names (``None``: an agent's commands); a usage
+    error for both or neither."""
+    if (args.agent is None) == (args.provider is None):
+        raise CliError("name an agent, or --provider for the commands a new agent would have (not both)", USAGE)
+    if args.provider is None:
+        if args.cwd is not None or args.mode is not None:
+            raise CliError("--cwd and --mode go with --provider", USAGE)
+        return None
+    return AgentConfig(provider=args.provider, mode_id=args.mode, cwd=args.cwd or os.getcwd())
+
+
 def cmd_agent_commands(args: argparse.Namespace, out: TextIO) -> int:
+    draft = _commands_target(args)
     with args.connect(args) as client:
-        commands = _agent(client, args.agent).commands()
+        commands = _agent(client, args.agent).commands() if draft is None else client.providers.commands(draft)
         if args.json:
             out.write(json.dumps([{"name": c.name, "description": c.description, "argumentHint": c.argument_hint,
                                    "kind": c.kind} for c in commands], indent=2) + "\n")  # fmt: skip

@@ -13,6 +13,10 @@ from typing import Any
 
 import attrs
 
+PARENT_AGENT_ID_LABEL = "paseo.parent-agent-id"
+"""The label in which newer daemons record the agent that started an agent (its
+``callerAgentId`` at creation); detaching the agent removes it."""
+
 
 @attrs.frozen
 class FeatureOption:
@@ -185,6 +189,13 @@ class AgentSnapshot:
     provider_unavailable: bool | None = None
     internal: bool | None = None
     extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
+
+    @property
+    def parent_agent_id(self) -> str | None:
+        """The agent that started this one (its ``paseo.parent-agent-id`` label, trimmed);
+        ``None`` for a top-level or detached agent, and on hosts without parentage."""
+        parent = self.labels.get(PARENT_AGENT_ID_LABEL) if isinstance(self.labels, Mapping) else None
+        return parent.strip() if isinstance(parent, str) and parent.strip() else None
 
 
 @attrs.frozen

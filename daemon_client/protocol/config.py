@@ -8,7 +8,8 @@ leniently (:mod:`daemon_client.protocol.lenient`): keys this client does not mod
 A patch is deep-merged by the daemon: objects merge key by key, arrays and scalars replace.
 0.1.65 keeps keys it does not know in memory and echoes them back without saving them, so
 :func:`unknown_patch_keys` finds the keys of a patch that the host's own configuration does
-not show, and :func:`unapplied_patch_keys` the values a reply does not reflect. Pure data and
+not show, and :func:`unapplied_patch_keys` the values a reply does not reflect.
+:class:`AgentProfile` is the typed input of ``addAgentProfilesIfMissing``. Pure data and
 functions; no thread runs code here.
 """
 
@@ -31,9 +32,13 @@ OPTIONAL_KEYS: Mapping[str, str] = {"relay": "relayConfig", "agentProfiles": "ag
 """Keys a daemon may omit from its configuration while knowing them: the ``server_info``
 feature flag that says it knows them."""
 
-OPERATION_KEYS = frozenset({"removeProviders"})
+OPERATION_KEYS = frozenset({"removeProviders", "addAgentProfilesIfMissing"})
 """Patch-only operations (never part of a configuration): ``removeProviders`` lists provider
-IDs to delete. No daemon reports them, so they are sent only with ``allow_unknown_keys``."""
+IDs to delete, ``addAgentProfilesIfMissing`` agent profiles to add unless their ID is taken.
+No daemon reports them: ``removeProviders`` is sent only with ``allow_unknown_keys``,
+``addAgentProfilesIfMissing`` by ``client.config.add_agent_profiles()``."""
+
+ADD_PROFILES = "addAgentProfilesIfMissing"
 
 
 @attrs.frozen
@@ -109,6 +114,85 @@ class DaemonConfig:
         return copy.deepcopy(dict(self.raw))
 
 
+_PROFILE_FIELDS: Mapping[str, str] = {
+    "icon": "icon",
+    "color": "color",
+    "model": "model",
+    "mode_id": "modeId",
+    "thinking_option_id": "thinkingOptionId",
+    "notes": "notes",
+    "post_approval_mode_id": "postApprovalModeId",
+}
+
+
+def _text(value: object, name: str, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or (not optional and not value.strip()):
+        raise ValueError(f"an agent profile's {name} must be a non-empty string, got {value!r:.100}")
+
+
+@attrs.frozen
+class AgentProfile:
+    """A named launch bundle (``agentProfiles[]``): a provider plus the agent settings a
+    client would otherwise choose one by one.
+
+    ``id``, ``name`` and ``provider`` are required. ``icon`` is a key of the app's icon
+    registry and ``color`` an identity colour name (unknown values draw the default);
+    ``notes`` is free text that orchestrating agents see; ``post_approval_mode_id`` the mode
+    an agent switches to once its plan is approved (newer daemons). ``extra_fields`` holds
+    further keys under their wire names and is sent as it is. There is no system prompt:
+    the daemon's profiles carry none.
+    """
+
+    id: str
+    name: str
+    provider: str
+    icon: str | None = None
+    color: str | None = None
+    model: str | None = None
+    mode_id: str | None = None
+    thinking_option_id: str | None = None
+    feature_values: Mapping[str, Any] | None = None
+    notes: str | None = None
+    post_approval_mode_id: str | None = None
+    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The profile as the daemon stores it (camelCase; unset fields left out).
+        ``ValueError`` when a required field is blank or a field has the wrong type."""
+        _text(self.id, "id", optional=False)
+        _text(self.name, "name", optional=False)
+        _text(self.provider, "provider", optional=False)
+        wire: dict[str, Any] = copy.deepcopy(dict(self.extra_fields))
+        wire.update(id=self.id, name=self.name, provider=self.provider)
+        for attribute, key in _PROFILE_FIELDS.items():
+            value = getattr(self, attribute)
+            _text(value, attribute, optional=True)
+            if value is not None:
+                wire[key] = value
+        if self.feature_values is not None:
+            if not isinstance(self.feature_values, Mapping) or not all(
+                isinstance(key, str) for key in self.feature_values
+            ):
+                raise ValueError("an agent profile's feature_values must map feature IDs to values")
+            wire["featureValues"] = copy.deepcopy(dict(self.feature_values))
+        return wire
+
+
+def profile_wire(profile: AgentProfile | Mapping[str, Any]) -> dict[str, Any]:
+    """An :class:`AgentProfile`, or a profile already in wire form (as ``DaemonConfig.agent_profiles``
+    holds them), as the daemon stores it; ``ValueError``/``TypeError`` before sending otherwise."""
+    if isinstance(profile, AgentProfile):
+        return profile.to_wire()
+    if not isinstance(profile, Mapping):
+        raise TypeError(f"an agent profile is an AgentProfile or a wire mapping, got {type(profile).__name__}")
+    wire = copy.deepcopy(dict(profile))
+    for key in ("id", "name", "provider"):
+        _text(wire.get(key), key, optional=False)
+    return wire
+
+
 def parse_config(value: Any) -> DaemonConfig:
     """A ``config`` object of a reply or push → :class:`DaemonConfig`; ``ProtocolError`` if it is
     not an object."""
@@ -166,7 +250,7 @@ def _unapplied(patch: Mapping[str, Any], result: Mapping[str, Any], prefix: str)
 def unapplied_patch_keys(patch: Mapping[str, Any], result: Mapping[str, Any]) -> tuple[str, ...]:
     """The dotted paths whose value in the daemon's reply ``result`` is not the patched value
     (objects merge, arrays and scalars replace), plus each provider of ``removeProviders``
-    the reply still lists."""
+    the reply still lists and each profile of ``addAgentProfilesIfMissing`` it does not."""
     missing: list[str] = []
     for key, value in patch.items():
         if key == "removeProviders":
@@ -174,6 +258,18 @@ def unapplied_patch_keys(patch: Mapping[str, Any], result: Mapping[str, Any]) ->
             still = providers if isinstance(providers, Mapping) else {}
             names = value if isinstance(value, list) else []
             missing.extend(f"removeProviders.{name}" for name in names if name in still)
+        elif key == ADD_PROFILES:
+            missing.extend(f"{ADD_PROFILES}.{name}" for name in missing_profiles(value, result))
         elif key not in OPERATION_KEYS:
             missing.extend(_unapplied({key: value}, result, ""))
     return tuple(missing)
+
+
+def missing_profiles(profiles: Any, result: Mapping[str, Any]) -> tuple[str, ...]:
+    """The IDs of ``profiles`` (wire objects) that the configuration ``result`` does not list
+    in ``agentProfiles``: after ``addAgentProfilesIfMissing`` every one of them must be there
+    (the one added, or the one that already had the ID)."""
+    listed = result.get("agentProfiles")
+    present = {entry.get("id") for entry in listed if isinstance(entry, Mapping)} if isinstance(listed, list) else set()
+    wanted = [entry.get("id") for entry in profiles if isinstance(entry, Mapping)] if isinstance(profiles, list) else []
+    return tuple(str(name) for name in wanted if name not in present)

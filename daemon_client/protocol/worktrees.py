@@ -1,6 +1,7 @@
 """Workspace creation and Paseo worktrees on the wire (protocol.md 12.5).
 
-:class:`Worktree` is what a caller asks for; :func:`create_message` turns a creation into
+:class:`Worktree` (a new branch) and :class:`WorktreeCheckout` (an existing branch or pull request) are
+what a caller asks for; :func:`create_message` turns a creation into
 ``workspace.create.request`` (hosts with ``features.workspaceMultiplicity``, v0.1.97) or, for a
 worktree on older hosts, ``create_paseo_worktree_request`` (0.1.65, transcript 17). The models
 read ``paseo_worktree_list_response`` and ``paseo_worktree_archive_response`` leniently. Pure
@@ -9,6 +10,7 @@ data and functions: no thread runs code here.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,28 +40,175 @@ class Worktree:
                 raise ValueError(f"Worktree({name}=...) must be a non-empty string or None, got {value!r}")
 
 
+def _change_request_url(url: str) -> tuple[str, int, str | None] | None:
+    """``(forge, number, project path)`` of a GitHub pull request URL
+    (``.../owner/repo/pull/42``) or a GitLab merge request URL
+    (``.../group/project/-/merge_requests/7``), else ``None``."""
+    parsed = urllib.parse.urlsplit(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return None
+    parts = [part for part in parsed.path.split("/") if part]
+    if len(parts) >= 4 and parts[2] in ("pull", "pulls") and parts[3].isdigit() and int(parts[3]) > 0:
+        return "github", int(parts[3]), None
+    if "merge_requests" in parts:
+        index = parts.index("merge_requests")
+        number = parts[index + 1] if index + 1 < len(parts) else ""
+        if index >= 3 and parts[index - 1] == "-" and number.isdigit() and int(number) > 0:
+            return "gitlab", int(number), "/".join(parts[: index - 1])
+    return None
+
+
+def parse_change_request(value: int | str) -> tuple[int, str | None, str | None]:
+    """``(number, forge, project path)`` of a pull request given as a number (``42``,
+    ``"42"``, ``"#42"``) or a URL (``https://github.com/owner/repo/pull/42``, a GitLab
+    ``.../-/merge_requests/42``); forge and path are ``None`` where the value does not say.
+    ``ValueError`` for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"a pull request is a positive number or its URL, got {value!r}")
+    if isinstance(value, int):
+        if value <= 0:
+            raise ValueError(f"a pull request number must be positive, got {value!r}")
+        return value, None, None
+    text = value.strip()
+    digits = text[1:] if text.startswith("#") else text
+    if digits.isdigit() and int(digits) > 0:
+        return int(digits), None, None
+    found = _change_request_url(text)
+    if found is None:
+        raise ValueError(
+            f"not a pull request number or URL: {value!r} (expected e.g. 42 or https://github.com/owner/repo/pull/42)"
+        )
+    forge, number, project = found
+    return number, forge, project
+
+
+@attrs.frozen
+class WorktreeCheckout:
+    """A new Paseo-owned git worktree that checks out an existing branch or pull request
+    (``workspaces.create(cwd, worktree=dc.WorktreeCheckout(...))``).
+
+    Exactly one of ``branch`` (an existing local or remote branch) and ``pull_request``: its
+    number, or its URL, which is read to its number and forge
+    (``https://github.com/owner/repo/pull/42`` -> 42 on ``"github"``; a GitLab
+    ``.../-/merge_requests/7`` -> 7 on ``"gitlab"`` with its project path). After
+    construction ``pull_request`` is always the number. ``forge`` defaults to ``"github"`` for
+    a pull request; ``project_path`` names the project on forges that need it.
+    """
+
+    branch: str | None = None
+    pull_request: int | str | None = None
+    forge: str | None = None
+    project_path: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if (self.branch is None) == (self.pull_request is None):
+            raise ValueError("WorktreeCheckout needs exactly one of branch=... and pull_request=...")
+        if self.branch is not None:
+            if not isinstance(self.branch, str) or not self.branch.strip():
+                raise ValueError(f"WorktreeCheckout(branch=...) must be a non-empty string, got {self.branch!r}")
+            if self.forge is not None or self.project_path is not None:
+                raise ValueError("forge and project_path belong to a pull request checkout, not a branch")
+            return
+        assert self.pull_request is not None
+        number, forge, project = parse_change_request(self.pull_request)
+        for name, given in (("forge", self.forge), ("project_path", self.project_path)):
+            if given is not None and (not isinstance(given, str) or not given.strip()):
+                raise ValueError(f"WorktreeCheckout({name}=...) must be a non-empty string or None, got {given!r}")
+        if self.forge is not None and forge is not None and self.forge != forge:
+            raise ValueError(f"the URL is a {forge} change request, not {self.forge}")
+        object.__setattr__(self, "pull_request", number)
+        object.__setattr__(self, "forge", self.forge or forge or "github")
+        if self.project_path is None and project is not None:
+            object.__setattr__(self, "project_path", project)
+
+    @property
+    def number(self) -> int | None:
+        """The pull request's number (``None`` for a branch checkout)."""
+        return self.pull_request if isinstance(self.pull_request, int) else None
+
+    @classmethod
+    def parse(cls, text: str) -> WorktreeCheckout:
+        """A pull request checkout when ``text`` is a number (``42``, ``#42``) or a pull/merge
+        request URL, else a branch checkout (the CLI's ``--checkout PR|BRANCH``)."""
+        try:
+            parse_change_request(text)
+        except ValueError:
+            if "://" in text:
+                raise
+            return cls(branch=text)
+        return cls(pull_request=text)
+
+    def source_fields(self) -> dict[str, Any]:
+        """The ``source`` fields of ``workspace.create.request`` (newest hosts). A GitHub pull
+        request also carries the older ``githubPrNumber``, as the SDK sends it, for hosts
+        from before ``checkoutSource``."""
+        if self.branch is not None:
+            return {"action": "checkout", "refName": self.branch}
+        number = self.number
+        change: dict[str, Any] = {"kind": "change_request", "forge": self.forge, "number": number}
+        if self.project_path is not None:
+            change["projectPath"] = self.project_path
+        fields: dict[str, Any] = {"action": "checkout", "checkoutSource": change}
+        if self.forge == "github":
+            fields["githubPrNumber"] = number
+        return fields
+
+    def legacy_fields(self) -> dict[str, Any]:
+        """The fields of ``create_paseo_worktree_request`` on 0.1.65 (which knows
+        ``githubPrNumber`` only: the caller refuses other forges there)."""
+        if self.branch is not None:
+            return {"action": "checkout", "refName": self.branch}
+        return {"action": "checkout", "githubPrNumber": self.number}
+
+
+def first_agent_context(prompt: str | None, attachments: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """``firstAgentContext``: with a prompt, the prompt and the attachments (possibly none, as
+    the SDK sends them); with attachments only, those; ``None`` when there is neither."""
+    if not prompt and not attachments:
+        return None
+    context: dict[str, Any] = {"prompt": prompt} if prompt else {}
+    context["attachments"] = list(attachments or [])
+    return context
+
+
 def create_message(
-    cwd: str, worktree: Worktree | None, title: str | None, *, newest: bool, first_prompt: str | None = None
+    cwd: str,
+    worktree: Worktree | WorktreeCheckout | None,
+    title: str | None,
+    *,
+    newest: bool,
+    first_prompt: str | None = None,
+    attachments: list[dict[str, Any]] | None = None,
+    project_id: str | None = None,
 ) -> dict[str, Any]:
     """The creation request: the newest form when ``newest``, else the worktree request of
-    0.1.65 (only for a worktree; the caller refuses a plain directory there)."""
-    context = {"firstAgentContext": {"prompt": first_prompt}} if first_prompt else {}
+    0.1.65 (only for a worktree; the caller refuses a plain directory there). ``attachments``
+    are in wire form; ``project_id`` goes into the newest ``source`` only (0.1.65 has none)."""
+    agent_context = first_agent_context(first_prompt, attachments)
+    context = {"firstAgentContext": agent_context} if agent_context is not None else {}
     if newest:
         source: dict[str, Any]
         if worktree is None:
             source = {"kind": "directory", "path": cwd}
         else:
             source = {"kind": "worktree", "cwd": cwd}
-            if worktree.branch is not None:
-                source["worktreeSlug"] = worktree.branch
-            if worktree.base is not None:
-                source["baseBranch"] = worktree.base
+            if isinstance(worktree, WorktreeCheckout):
+                source.update(worktree.source_fields())
+            else:
+                if worktree.branch is not None:
+                    source["worktreeSlug"] = worktree.branch
+                if worktree.base is not None:
+                    source["baseBranch"] = worktree.base
+        if project_id is not None:
+            source["projectId"] = project_id
         message: dict[str, Any] = {"type": NEWEST_CREATE, "source": source, **context}
         if title is not None:
             message["title"] = title
         return message
     if worktree is None:
         raise ValueError("the worktree request of older daemons creates worktrees only")
+    if isinstance(worktree, WorktreeCheckout):
+        return {"type": LEGACY_WORKTREE_CREATE, "cwd": cwd, **worktree.legacy_fields(), **context}
     legacy: dict[str, Any] = {"type": LEGACY_WORKTREE_CREATE, "cwd": cwd, "action": "branch-off", **context}
     if worktree.branch is not None:
         legacy["worktreeSlug"] = worktree.branch

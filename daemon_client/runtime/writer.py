@@ -88,10 +88,16 @@ class Writer:
         self._inline = False  # a caller is writing inline (see send): the writer thread waits
         self._try_send: Callable[[str], bytes | None] | None = getattr(transport, "try_send_text", None)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        # start() and join() run on different threads (the reader starts, close() joins); a
+        # thread has its ident before Thread.start() returns, so it cannot tell "started".
+        self._start_lock = threading.Lock()
+        self._started = False  # guarded by _start_lock: Thread.start() has returned
 
     # ------------------------------------------------------------------ any thread
     def start(self) -> None:
-        self._thread.start()
+        with self._start_lock:
+            self._thread.start()
+            self._started = True
 
     def send(self, text: str | bytes) -> None:
         """Queue one text frame (``str``) or binary frame (``bytes``). Never blocks; raises
@@ -168,8 +174,11 @@ class Writer:
             return self._busy_since is None
 
     def join(self, timeout: float) -> bool:
-        """Wait (bounded) for the thread to end; True if it has (or never started)."""
-        if self._thread.ident is None or self._thread is threading.current_thread():
+        """Wait (bounded) for the thread to end; True if it has (or never started). A start
+        in progress on another thread is waited for first (it does not block)."""
+        with self._start_lock:
+            started = self._started
+        if not started or self._thread is threading.current_thread():
             return True
         self._thread.join(max(0.0, timeout))
         return not self._thread.is_alive()

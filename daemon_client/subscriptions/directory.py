@@ -357,6 +357,17 @@ class DirectoryManager(Generic[S, U, E]):
                 return entry
         return None
 
+    def entries(self) -> list[E]:
+        """Every entry in the current views of the live observations (a copy; may repeat)."""
+        with self._lock:
+            observations = list(self._observations)
+        found: list[E] = []
+        for observation in observations:
+            view = observation._view
+            if observation.state is ObservationState.LIVE and view is not None:
+                found.extend(list(view.values()))
+        return found
+
     def add_listener(self, listener: Callable[[Any], object]) -> Callable[[], None]:
         """A local listener: every update routed to a live observation, once per message."""
         return self._listeners.add(listener)

@@ -1,4 +1,6 @@
-"""Connecting: handshake, server_info, host kinds, authentication, handshake failures.
+"""Connecting: handshake, server_info, host kinds, authentication, handshake failures; client
+options checked at construction, and a client that cannot connect inside ``with`` or
+``dc.connect()`` closed.
 
 Each scenario runs over the in-memory transport and over a real loopback WebSocket, against
 every host kind where the daemon's behaviour differs.
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -67,6 +70,49 @@ def test_connect_is_a_context_manager_and_module_helper(fakes) -> None:
     assert client.state is dc.ConnectionState.DISPOSED
     with dc.Client("ws://x/ws", transport_factory=fake.transport_factory) as other:
         assert other.server_info is not None
+
+
+def test_connect_closes_the_client_it_could_not_connect(fakes) -> None:
+    fake = fakes("capable")
+    fake.refuse_connections = True
+    with pytest.raises(dc.ConnectionLost, match="Cannot connect"):
+        dc.connect("ws://fake-daemon/ws", transport_factory=fake.transport_factory)
+    fake.refuse_connections = False
+    with dc.connect("ws://fake-daemon/ws", transport_factory=fake.transport_factory) as client:
+        assert client.state is dc.ConnectionState.CONNECTED
+    assert client.state is dc.ConnectionState.DISPOSED
+
+
+def test_a_client_that_cannot_connect_in_a_with_block_is_closed_without_running_it(fakes) -> None:
+    fake = fakes("capable")
+    fake.refuse_connections = True
+    client = dc.Client("ws://fake-daemon/ws", transport_factory=fake.transport_factory)
+    with pytest.raises(dc.ConnectionLost, match="Cannot connect"), client:
+        pytest.fail("the block must not run")
+    assert client.state is dc.ConnectionState.DISPOSED
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"connect_timeout": 0}, "timeouts must be > 0"),
+        ({"request_timeout": -1.0}, "timeouts must be > 0"),
+        ({"max_frame_bytes": 1024}, "max_frame_bytes must be an integer of at least 4096, got 1024"),
+        ({"max_frame_bytes": True}, "max_frame_bytes must be an integer of at least 4096, got True"),
+    ],
+)
+def test_client_options_are_checked_at_construction(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        dc.Client("ws://fake-daemon/ws", **options)
+
+
+def test_an_app_version_that_is_no_version_is_warned_about(fakes, caplog) -> None:
+    fake = fakes("capable")
+    client = dc.Client("ws://fake-daemon/ws", transport_factory=fake.transport_factory, app_version="nightly")
+    try:
+        assert "app_version 'nightly' is below 0.1.45 or not a version" in caplog.text
+    finally:
+        client.close()
 
 
 def test_url_and_password_default_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path, fakes) -> None:

@@ -1,6 +1,6 @@
 """The architecture's rules, checked: the layer contract (import-linter), no reach-ins into
-other modules' private attributes, no import cycle at run time, one list of public names,
-no class over the size limit.
+other modules' private attributes, no import cycle at run time, one list of public names
+resolved lazily (the package's and ``daemon_client.transport``'s), no class over the size limit.
 """
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ import pytest
 
 import daemon_client
 import daemon_client.testing
+import daemon_client.transport
+from daemon_client.testing import FakeDaemon
+from daemon_client.transport.memory import MemoryTransport
+from daemon_client.transport.websocket import WebSocketTransport
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "daemon_client"
@@ -164,20 +168,8 @@ def import_cycles(package: str = "daemon_client") -> list[list[str]]:
     return cycles
 
 
-KNOWN_CYCLES: list[list[str]] = [
-    [
-        "daemon_client.testing.fake.engine.connection",
-        "daemon_client.testing.fake.engine.core",
-        "daemon_client.testing.fake.engine.handlers",
-    ],
-]
-"""The fake daemon's engine still names its own three modules in annotations (a connection, the
-core it joins, the request context that carries both): the one cycle left. It is pinned exactly,
-so no other module of the fake, or of the package, may join it or start another."""
-
-
 def test_no_import_cycle_annotations_included() -> None:
-    assert import_cycles() == KNOWN_CYCLES
+    assert import_cycles() == []
 
 
 def test_the_cycle_check_finds_a_planted_annotation_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -222,6 +214,22 @@ def test_public_names_have_one_source(package: object) -> None:
     assert _type_checking_names(Path(package.__file__)) == set(lazy)  # type: ignore[attr-defined]
     for name, module in lazy.items():
         assert getattr(__import__(module, fromlist=[name]), name) is getattr(package, name)
+
+
+def test_the_package_resolves_its_testing_helpers_lazily_and_refuses_unknown_names() -> None:
+    assert daemon_client.__getattr__("testing").FakeDaemon is FakeDaemon
+    names = dir(daemon_client)
+    assert "testing" in names
+    assert "TerminalStream" in names
+    with pytest.raises(AttributeError):
+        daemon_client.__getattr__("NoSuchName")
+
+
+def test_the_transport_package_names_its_transports_lazily_and_nothing_else() -> None:
+    assert daemon_client.transport.WebSocketTransport is WebSocketTransport
+    assert daemon_client.transport.MemoryTransport is MemoryTransport
+    with pytest.raises(AttributeError, match=r"module 'daemon_client\.transport' has no attribute 'Nope'"):
+        daemon_client.transport.Nope  # noqa: B018 - the attribute access is the test
 
 
 def test_every_public_name_is_in_the_api_reference() -> None:

@@ -305,6 +305,36 @@ def test_worktree_agent(run: Run, embedded_fakes: list[FakeDaemon], kind: str) -
     assert embedded_fakes[0].worktrees.worktrees() == []
 
 
+@pytest.mark.parametrize("kind", ["capable", *OLDER])
+def test_review_pull_request(run: Run, embedded_fakes: list[FakeDaemon], kind: str) -> None:
+    code, out = run(
+        "review_pull_request", "--host-kind", kind, "--checkout", "https://github.com/acme/demo-repo/pull/42"
+    )
+    assert code == 0, out
+    checked_out = r"checked out pull request #42 as fix/search: /home/dev/\.paseo/worktrees/\w+/fix-search"
+    assert re.search(checked_out, out), out
+    assert "review: idle, outcome: completed" in out, out
+    assert "archived the review worktree" in out, out
+    (fake,) = embedded_fakes
+    assert fake.worktrees.worktrees() == []
+    (sent,) = [f["message"] for f in fake.received
+               if f.message_type in ("workspace.create.request", "create_paseo_worktree_request")]  # fmt: skip
+    notes = {"type": "text", "mimeType": "text/plain", "title": "Reviewer notes", "text": "Look for missed edge cases."}
+    assert sent["firstAgentContext"]["attachments"] == [notes]
+    code, out = run("review_pull_request", "--host-kind", kind, "--checkout", "release/1.2")
+    assert code == 0, out
+    assert "checked out branch release/1.2 as release/1.2" in out, out
+    code, out = run(
+        "review_pull_request", "--host-kind", kind, "--checkout", "https://gitlab.com/g/demo-repo/-/merge_requests/7"
+    )
+    if kind == "broadcast":  # 0.1.65 has no checkoutSource
+        assert code == 1
+        assert "this daemon cannot check that out" in out, out
+    else:
+        assert code == 0, out
+        assert "checked out pull request #7 as docs/typos" in out, out
+
+
 @pytest.mark.parametrize("kind", ["capable", "broadcast"])
 def test_lagged_recovery_ends_gap_free(run: Run, kind: str) -> None:
     code, out = run("lagged_recovery", "--rows", "200", "--max-events", "20", "--host-kind", kind)

@@ -1,5 +1,5 @@
-"""Directory keys: every spelling of one directory compares equal, and relative or ``..``-heavy
-paths keep what cannot be resolved lexically."""
+"""Directory keys (:mod:`daemon_client.protocol.paths`): every spelling of one directory compares
+equal, and relative or ``..``-heavy paths keep what cannot be resolved lexically."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from daemon_client.protocol.paths import directory_key, same_directory
         ("///repo//x", "/repo/x"),
     ],
 )
-def test_directory_keys(path: str, key: str) -> None:
+def test_every_spelling_of_a_directory_reduces_to_one_key_keeping_what_cannot_be_resolved(path: str, key: str) -> None:
     assert directory_key(path) == key
 
 

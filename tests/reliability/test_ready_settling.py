@@ -63,7 +63,9 @@ STRUCTURES: dict[str, Subscribe] = {
 
 @pytest.mark.parametrize("structure", sorted(STRUCTURES))
 def test_a_cancelled_ready_future_is_left_alone_when_the_acknowledgement_arrives(
-    fakes: Callable[..., FakeDaemon], make_client: Callable[..., dc.Client], structure: str,
+    fakes: Callable[..., FakeDaemon],
+    make_client: Callable[..., dc.Client],
+    structure: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.ERROR, logger="daemon_client")
@@ -90,7 +92,9 @@ def test_a_cancelled_ready_future_is_left_alone_when_the_acknowledgement_arrives
 @pytest.mark.usefixtures("fast_switching")
 @pytest.mark.parametrize("structure", sorted(STRUCTURES))
 def test_releasing_while_the_first_push_arrives_never_reports_an_internal_error(
-    fakes: Callable[..., FakeDaemon], make_client: Callable[..., dc.Client], structure: str,
+    fakes: Callable[..., FakeDaemon],
+    make_client: Callable[..., dc.Client],
+    structure: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.ERROR, logger="daemon_client")

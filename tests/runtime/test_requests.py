@@ -1,10 +1,12 @@
-"""Requests: correlation, rpc_error, timeouts, queuing while connecting, failure on drop and close."""
+"""Requests: correlation, rpc_error (and what its message names), timeouts, queuing while
+connecting, failure on drop and close."""
 
 from __future__ import annotations
 
 import logging
 import time
 from concurrent.futures import wait
+from typing import Any
 
 import pytest
 
@@ -41,6 +43,19 @@ def test_request_response_and_rpc_error(fakes, make_client, kind: str, transport
         client.request({"type": "echo_request", "value": 1})
     assert failed.value.code == "handler_error"
     assert client.request({"type": "echo_request", "value": 2})["echo"] == 2  # connection kept
+
+
+@pytest.mark.parametrize(
+    ("options", "text"),
+    [
+        ({}, "boom"),
+        ({"code": "handler_error"}, "boom (code=handler_error)"),
+        ({"request_type": "fetch_agent_request"}, "boom (request=fetch_agent_request)"),
+        ({"code": "c", "request_type": "r"}, "boom (code=c, request=r)"),
+    ],
+)
+def test_an_rpc_error_message_names_only_the_code_and_request_it_knows(options: dict[str, Any], text: str) -> None:
+    assert str(dc.RpcError("boom", **options)) == text
 
 
 def test_request_frame_is_wrapped_and_ids_are_unique(fakes, make_client) -> None:

@@ -4,6 +4,7 @@ after the end, joins, and the stall watchdog across consecutive writes."""
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -140,3 +141,28 @@ def test_a_failed_write_aborts_the_socket_and_ends_the_writer(timers, caplog) ->
     assert writer.queued_chars == 0
     assert any(r.getMessage() == "write failed: broken pipe" for r in caplog.records)
     assert timers.pending == 0  # the stall watchdog went with the writer
+
+
+def test_joining_while_another_thread_starts_the_writer_waits_for_it(timers) -> None:
+    """close() joins the writer from its own thread while the reader may still be starting it:
+    the thread has its ident before ``Thread.start()`` returns, and joining it then raised
+    ``RuntimeError: cannot join thread before it is started``."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    errors: list[BaseException] = []
+    try:
+        for _ in range(5000):
+            writer = _writer(GatedTransport(), timers)
+            starter = threading.Thread(target=writer.start, name="starter")
+            starter.start()
+            try:
+                while starter.is_alive():
+                    writer.join(0)
+            except RuntimeError as exc:
+                errors.append(exc)
+            starter.join(5)
+            writer.finish(flush=True)
+            assert writer.join(5)
+    finally:
+        sys.setswitchinterval(previous)
+    assert errors == []

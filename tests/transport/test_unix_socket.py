@@ -17,6 +17,7 @@ import pytest
 import daemon_client as dc
 from daemon_client.testing import FakeDaemon, RecordingHandler
 from daemon_client.transport import ConnectParams, TransportError, WebSocketTransport
+from daemon_client.transport.unix import open_unix_socket
 
 FAST = dc.ReconnectPolicy(base_delay=0.05, max_delay=0.2, stable_after=0.5)
 
@@ -154,6 +155,12 @@ def test_a_socket_nobody_listens_on_is_refused(sock_dir: Path) -> None:
     with pytest.raises(TransportError, match="refused"):
         transport.connect(ConnectParams(url="ws://localhost/ws", timeout=5, unix_socket=str(path)))
     transport.close()
+
+
+def test_unix_sockets_where_the_platform_has_none_fail_naming_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(socket, "AF_UNIX", raising=False)
+    with pytest.raises(OSError, match=r"unix sockets are not available on this platform \(/run/paseo.sock\)"):
+        open_unix_socket("/run/paseo.sock", 1.0)
 
 
 def _silent_server(path: Path) -> tuple[socket.socket, threading.Event, list[socket.socket]]:

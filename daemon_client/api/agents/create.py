@@ -1,8 +1,10 @@
 """Creating agents (protocol.md 5.3): ``AgentConfig`` and the two wire paths.
 
 Hosts with ``features.creationLifecycle`` get ``agent.create.request`` with an
-idempotency key; others get ``create_agent_request`` answered by a ``status`` message.
-Runs on the caller's thread; validation happens before anything is sent.
+idempotency key; others get ``create_agent_request`` answered by a ``status`` message. A parent
+agent is sent as ``callerAgentId`` on either path (protocol.md 5.3, 12.5.4), to hosts with
+parentage only (see :func:`parent_agent_id`). Runs on the caller's thread; validation happens
+before anything is sent.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from daemon_client.api.common.feature_gates import require_feature
 from daemon_client.errors import AgentCreateError, UnsupportedByHost
 from daemon_client.protocol.agents import AgentSnapshot
 from daemon_client.protocol.codec import structure
@@ -61,6 +64,28 @@ class AgentConfig:
         return config
 
 
+PARENTAGE_FLAG = "agentDetach"
+"""The flag of hosts with parent links. No flag names ``callerAgentId`` itself, and the
+TypeScript SDK sends it unconditionally; but a host that does not know the field drops it
+without a word (0.1.65 has no parentage at all) and the agent is created without a parent.
+Parent links and ``agent.detach.request``, which removes them, come together, so hosts
+reporting ``features.agentDetach`` (Paseo 0.1.98) are the ones this client sends it to."""
+PARENTAGE_VERSION = "0.1.98"
+
+
+def parent_agent_id(parent: object, info: ServerInfo | None) -> str:
+    """The ID of a parent given as an ID, an agent handle, snapshot or entry; ``ValueError``
+    for an empty one, ``UnsupportedByHost`` on hosts without parentage (before sending)."""
+    agent = getattr(parent, "agent", None)  # an AgentEntry
+    candidate = parent if isinstance(parent, str) else getattr(agent if agent is not None else parent, "id", None)
+    if not isinstance(candidate, str):
+        raise ValueError(f"parent must be an agent ID or an agent handle, not {type(parent).__name__}")
+    if not candidate.strip():
+        raise ValueError("parent must be a non-empty agent ID")
+    require_feature(info, PARENTAGE_FLAG, "create agents with a parent", PARENTAGE_VERSION)
+    return candidate.strip()
+
+
 def build_create_message(
     config: AgentConfig,
     info: ServerInfo | None,
@@ -74,6 +99,7 @@ def build_create_message(
     client_message_id: str | None,
     idempotency_key: str | None,
     background: bool | None,
+    parent: object = None,
 ) -> dict[str, Any]:
     """The create request for this host; ``ValueError``/``UnsupportedByHost`` before sending."""
     directory = cwd or config.cwd
@@ -88,6 +114,7 @@ def build_create_message(
     lifecycle = info is not None and info.feature("creationLifecycle")
     if background is not None and not (info is not None and info.feature("backgroundWorkspaces")):
         raise UnsupportedByHost("Update the host to use background workspaces.")
+    caller = parent_agent_id(parent, info) if parent is not None else None
     message: dict[str, Any] = {
         "type": agents_requests.CREATE.type if lifecycle else agents_requests.CREATE_LEGACY.type,
         "config": config.to_wire(directory, title),
@@ -103,6 +130,8 @@ def build_create_message(
         message["images"] = [dict(image) for image in images]
     if background is not None:
         message["background"] = background
+    if caller is not None:
+        message["callerAgentId"] = caller
     if lifecycle:
         message["idempotencyKey"] = idempotency_key or str(uuid.uuid4())
         message["subscribe"] = True

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from daemon_client.api.agents.create import AgentConfig, build_create_message, created_agent
+from daemon_client.api.agents.create import AgentConfig, build_create_message, created_agent, parent_agent_id
 from daemon_client.api.agents.handle import AgentHandle
 from daemon_client.api.agents.reads import fetch_agent
 from daemon_client.api.common.directory_namespace import DirectoryNamespace, HandleUpdate, SubscribeArg
@@ -126,6 +126,7 @@ class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEnt
         client_message_id: str | None = None,
         idempotency_key: str | None = None,
         background: bool | None = None,
+        parent: str | AgentHandle | AgentSnapshot | AgentEntry | None = None,
         timeout: float | None = None,
     ) -> AgentHandle:
         """Create an agent (and start its first turn when ``prompt`` is given).
@@ -134,6 +135,13 @@ class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEnt
         request with an idempotency key where the host supports it (a retry with the same
         ``idempotency_key`` after ``ConnectionLost`` cannot create a second agent), else the
         older request. Raises ``AgentCreateError`` (e.g. unknown or unavailable provider).
+
+        ``parent`` (an agent ID or handle) names the agent that starts this one; it is sent as
+        ``callerAgentId`` and the daemon records it as the new agent's
+        ``paseo.parent-agent-id`` label (``AgentSnapshot.parent_agent_id``), so archiving the
+        parent archives it too until it is detached. Hosts without parentage (no
+        ``features.agentDetach``, Paseo 0.1.98; 0.1.65 has none) would drop the field and
+        create an unparented agent: they raise ``UnsupportedByHost`` before sending.
         """
         message = build_create_message(
             config,
@@ -147,12 +155,18 @@ class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEnt
             client_message_id=client_message_id,
             idempotency_key=idempotency_key,
             background=background,
+            parent=parent,
         )
         payload = self._context.request(message, timeout=timeout)
         snapshot = created_agent(message["type"], payload)
         handle = self.ref(snapshot)
         handle.note_snapshot(snapshot)
         return handle
+
+    def parent_id(self, parent: str | AgentHandle | AgentSnapshot | AgentEntry) -> str:
+        """The ``callerAgentId`` ``create(parent=...)`` sends for ``parent``; ``UnsupportedByHost``
+        on hosts without parentage, ``ValueError`` for an empty one. Sends nothing."""
+        return parent_agent_id(parent, self._context.server_info)
 
     def ref(self, agent: str | AgentSnapshot | AgentEntry) -> AgentHandle:
         """The handle of an agent (one per agent ID and client); fetches nothing."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon_client.api.providers import extra_calls as provider_extras
 from daemon_client.errors import ConnectionLost, NotConnected, ProvidersNotReady, check_reply
+from daemon_client.protocol.agent_settings import AgentCommand
 from daemon_client.protocol.agents import AgentFeature, AgentMode
 from daemon_client.protocol.lenient import structure_each
 from daemon_client.protocol.paths import same_directory
@@ -207,6 +208,17 @@ class ProvidersNamespace:
         is optional here). Raises ``RpcError`` when the daemon reports an error (an unknown
         provider, say)."""
         return provider_extras.list_features(self._context, config, cwd, timeout)
+
+    def commands(
+        self, config: AgentConfig, *, cwd: str | None = None, timeout: float | None = None
+    ) -> tuple[AgentCommand, ...]:
+        """The slash commands and skills an agent with ``config`` would have, without creating
+        one (``list_commands_request`` with a ``draftConfig``, 30 s):
+        ``AgentConfig(provider="claude/sonnet", cwd=...)`` (a model is optional here; ``cwd=``
+        overrides the config's). Served by every host kind, 0.1.65 included. Raises
+        ``RpcError`` when the daemon reports an error (a provider that cannot list commands);
+        ``ValueError`` before sending without a provider or a working directory."""
+        return provider_extras.list_commands(self._context, config, cwd, timeout)
 
     def diagnostic(self, provider: str, *, timeout: float | None = None) -> str:
         """Why a provider is (un)available: a multi-line report for humans

@@ -15,10 +15,12 @@ from daemon_client.api.common.directory_namespace import DirectoryNamespace, Han
 from daemon_client.api.common.local_handle import LocalHandle
 from daemon_client.api.terminals.namespace import WorkspaceTerminals
 from daemon_client.api.workspaces.create import create_workspace, newest_workspaces
+from daemon_client.api.workspaces.labels import LabelArg, set_label
 from daemon_client.api.workspaces.titles import set_title
 from daemon_client.api.workspaces.workspace_agents import WorkspaceAgents
 from daemon_client.api.workspaces.worktrees import WORKTREE_REFUSAL, archive_worktree, list_worktrees
 from daemon_client.errors import ProtocolError, check_reply, error_in_reply
+from daemon_client.protocol.attachments import Attachment
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.directory import (
     WORKSPACE_SORT_KEYS,
@@ -33,9 +35,9 @@ from daemon_client.protocol.directory import (
     sort_to_wire,
 )
 from daemon_client.protocol.requests import workspaces as workspaces_requests
-from daemon_client.protocol.workspace_labels import WorkspaceLabelCatalog
+from daemon_client.protocol.workspace_labels import WorkspaceLabelAssignment, WorkspaceLabelCatalog
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
-from daemon_client.protocol.worktrees import Worktree, WorktreeArchive, WorktreeInfo
+from daemon_client.protocol.worktrees import Worktree, WorktreeArchive, WorktreeCheckout, WorktreeInfo
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
 
@@ -121,6 +123,30 @@ class WorkspaceHandle(LocalHandle[WorkspaceDescriptor]):
         ``features.workspaceMultiplicity`` (Paseo 0.1.97): older hosts have no workspace titles
         and raise ``UnsupportedByHost``; ``accepted: false`` raises ``RpcError``."""
         return self._workspaces.set_title(self.id, title, timeout=timeout)
+
+    def set_label(
+        self, label: LabelArg, *, color: str | None = None, assigned: bool = True, timeout: float | None = None
+    ) -> WorkspaceLabelAssignment:
+        """Assign a label (a name, or a ``WorkspaceLabel`` of the catalog) to this workspace, or
+        with ``assigned=False`` remove it; returns the label as the catalog has it and every
+        label of the workspace afterwards (15 s), which ``current().labels`` then shows.
+
+        A name new to the catalog is added with ``color`` (default: the palette's first,
+        ``"violet"``); an existing label keeps its catalog colour. Observations of the
+        directory receive the workspace's ``upsert``. Needs ``features.workspaceLabels``
+        (Paseo 0.5.0; never on broadcast-only hosts): other hosts raise ``UnsupportedByHost``
+        without sending; a refusal (unknown or archived workspace, a colour outside the
+        palette) raises ``RpcError``."""
+        result = self._workspaces.set_label(self.id, label, color=color, assigned=assigned, timeout=timeout)
+        snapshot = self._snapshot
+        if snapshot is not None:
+            self.note_snapshot(attrs.evolve(snapshot, labels=result.labels))
+        return result
+
+    def remove_label(self, label: LabelArg, *, timeout: float | None = None) -> WorkspaceLabelAssignment:
+        """Remove a label from this workspace (the catalog keeps it): ``set_label(label,
+        assigned=False)``. Removing a label the workspace does not have changes nothing."""
+        return self.set_label(label, assigned=False, timeout=timeout)
 
     @property
     def terminals(self) -> WorkspaceTerminals:
@@ -222,31 +248,50 @@ class WorkspacesNamespace(
         self,
         cwd: str,
         *,
-        worktree: Worktree | None = None,
+        worktree: Worktree | WorktreeCheckout | None = None,
         title: str | None = None,
         first_prompt: str | None = None,
+        attachments: Sequence[Attachment] | None = None,
+        project_id: str | None = None,
         timeout: float | None = None,
     ) -> WorkspaceHandle:
         """Create a new workspace (unlike ``open``, never an existing one) backed by ``cwd``,
-        or with ``worktree=dc.Worktree(branch=..., base=...)`` by a new Paseo-owned git worktree
-        of the repository ``cwd`` is in (120 s).
+        or by a new Paseo-owned git worktree of the repository ``cwd`` is in: a new branch with
+        ``worktree=dc.Worktree(branch=..., base=...)``, or a checkout of an existing branch or
+        pull request with ``worktree=dc.WorktreeCheckout(branch=...)`` /
+        ``dc.WorktreeCheckout(pull_request=42 or its URL)`` (120 s).
 
         Hosts with ``features.workspaceMultiplicity`` (Paseo 0.1.97) get
         ``workspace.create.request``. Older hosts (0.1.65) create worktrees with
         ``create_paseo_worktree_request``; they cannot create a fresh workspace for a plain
-        directory or give one a title, so those raise ``UnsupportedByHost`` before sending
-        (``open(cwd)`` opens a directory's workspace there). ``first_prompt`` is the text the
-        daemon may use to name the worktree or branch. The handle's ``setup_terminal_id`` names
-        the terminal running the repository's setup commands, if any. Raises ``RpcError`` when
-        the daemon reports an error (not a git repository, a branch that exists ...).
+        directory, give one a title, or check out a change request of a forge other than
+        GitHub, so those raise ``UnsupportedByHost`` before sending (``open(cwd)`` opens a
+        directory's workspace there). ``first_prompt`` and ``attachments`` (uploaded files,
+        images among them, texts, pull requests, issues: see
+        :mod:`daemon_client.protocol.attachments`) are the first agent's context, which the
+        daemon may use to name the worktree or branch. ``project_id`` is the project ``cwd``
+        belongs to (newest hosts); when omitted it is taken, without a request, from the
+        workspaces this client already holds (handles and live observations). The handle's
+        ``setup_terminal_id`` names the terminal running the repository's setup commands, if
+        any. Raises ``RpcError`` when the daemon reports an error (not a git repository, a
+        branch that exists or does not, an unknown pull request ...).
         """
         descriptor, setup = create_workspace(
-            self._context, cwd, worktree, title=title, first_prompt=first_prompt, timeout=timeout
-        )
+            self._context, cwd, worktree, title=title, first_prompt=first_prompt, timeout=timeout,
+            attachments=attachments, project_id=project_id, known=self._known_workspaces,
+        )  # fmt: skip
         handle = self.ref(descriptor)
         handle.note_snapshot(descriptor)
         handle.setup_terminal_id = setup
         return handle
+
+    def _known_workspaces(self) -> tuple[WorkspaceDescriptor, ...]:
+        """The workspaces this client holds without asking: its handles' snapshots and the
+        entries of its live observations."""
+        with self._handles_lock:
+            handles = list(self._handles.values())
+        known = tuple(snapshot for snapshot in (handle.current() for handle in handles) if snapshot is not None)
+        return known + tuple(self._manager.entries())
 
     def labels(self, *, timeout: float | None = None) -> WorkspaceLabelCatalog:
         """The workspace label catalog: every label's name and colour
@@ -258,6 +303,25 @@ class WorkspacesNamespace(
     def set_title(self, workspace_id: str, title: str | None, *, timeout: float | None = None) -> str | None:
         """Set (or with ``None`` clear) a workspace's title by ID; see ``WorkspaceHandle.set_title``."""
         return set_title(self._context, workspace_id, title, timeout)
+
+    def set_label(
+        self,
+        workspace_id: str,
+        label: LabelArg,
+        *,
+        color: str | None = None,
+        assigned: bool = True,
+        timeout: float | None = None,
+    ) -> WorkspaceLabelAssignment:
+        """Assign (or with ``assigned=False`` remove) a label of a workspace by ID; see
+        ``WorkspaceHandle.set_label``."""
+        return set_label(self._context, workspace_id, label, assigned=assigned, color=color, timeout=timeout)
+
+    def remove_label(
+        self, workspace_id: str, label: LabelArg, *, timeout: float | None = None
+    ) -> WorkspaceLabelAssignment:
+        """Remove a label from a workspace by ID; see ``WorkspaceHandle.remove_label``."""
+        return set_label(self._context, workspace_id, label, assigned=False, color=None, timeout=timeout)
 
     def archive(self, workspace_id: str, *, timeout: float | None = None) -> str | None:
         """Archive a workspace by ID; returns ``archivedAt``; raises ``RpcError`` if it fails.

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from daemon_client.api.agents.create import AgentConfig
     from daemon_client.api.agents.handle import AgentHandle
     from daemon_client.api.agents.namespace import AgentsNamespace
+    from daemon_client.protocol.agents import AgentEntry, AgentSnapshot
     from daemon_client.protocol.workspaces import WorkspaceDescriptor
 
 
@@ -44,10 +45,13 @@ class WorkspaceAgents:
         images: Sequence[Mapping[str, str]] | None = None,
         client_message_id: str | None = None,
         idempotency_key: str | None = None,
+        parent: str | AgentHandle | AgentSnapshot | AgentEntry | None = None,
         timeout: float | None = None,
     ) -> AgentHandle:
         """``client.agents.create`` with the workspace's ID and directory (the workspace is read
-        first when this handle has no snapshot; ``ValueError`` if it has no directory)."""
+        first when this handle has no snapshot; ``ValueError`` if it has no directory).
+        ``parent`` as there: hosts without parentage raise ``UnsupportedByHost`` first."""
+        caller = self._agents().parent_id(parent) if parent is not None else None  # refused before any read
         snapshot = self._workspace.current() or self._workspace.refresh(timeout=timeout)
         directory = snapshot.directory if snapshot is not None else None
         if not directory:
@@ -62,5 +66,6 @@ class WorkspaceAgents:
             images=images,
             client_message_id=client_message_id,
             idempotency_key=idempotency_key,
+            parent=caller,
             timeout=timeout,
         )

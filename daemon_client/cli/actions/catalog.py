@@ -1,4 +1,5 @@
-"""``providers``, ``workspaces`` and ``projects``: list them, or follow their updates.
+"""``providers``, ``workspaces`` and ``projects``: list them, or follow their updates;
+``workspaces create``; ``workspace-label``: assign a label to a workspace or remove it.
 
 Listings run on the main thread with ``--timeout`` per request; ``--watch`` prints updates
 from the callback thread (one JSON document per line with ``--json``) while the main thread
@@ -8,6 +9,7 @@ waits in :class:`~daemon_client.cli.follow.Follow`.
 from __future__ import annotations
 
 import argparse
+import os
 
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK, USAGE, CliError
@@ -24,6 +26,7 @@ from daemon_client.protocol.directory import (
 )
 from daemon_client.protocol.projects import ProjectUpdate
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
+from daemon_client.protocol.worktrees import Worktree, WorktreeCheckout
 
 
 def _watch_needed(args: argparse.Namespace) -> None:
@@ -98,6 +101,57 @@ def workspaces(args: argparse.Namespace, ctx: CommandContext) -> int:
         error=lambda exc: follow.finish(CliError(f"the workspace observation ended: {exc}")),
     )
     return follow.wait(args.duration)
+
+
+def _creation(args: argparse.Namespace) -> Worktree | WorktreeCheckout | None:
+    if args.base is not None and args.branch is None and not args.worktree:
+        raise CliError("--base needs --branch or --worktree", USAGE)
+    if args.checkout is not None:
+        try:
+            return WorktreeCheckout.parse(args.checkout)
+        except ValueError as exc:
+            raise CliError(f"--checkout: {exc}", USAGE) from exc
+    if args.branch is not None or args.worktree:
+        try:
+            return Worktree(branch=args.branch, base=args.base)
+        except ValueError as exc:
+            raise CliError(str(exc), USAGE) from exc
+    return None
+
+
+def create_workspace(args: argparse.Namespace, ctx: CommandContext) -> int:
+    """``workspaces create``: print the new workspace's ID and directory (``--json``: its descriptor)."""
+    worktree = _creation(args)
+    cwd = os.path.abspath(os.path.expanduser(args.cwd or os.getcwd()))
+    client = ctx.connect()
+    workspace = client.workspaces.create(
+        cwd, worktree=worktree, title=args.title, first_prompt=args.prompt, project_id=args.project,
+        timeout=ctx.timeout,
+    )  # fmt: skip
+    snapshot = workspace.current()
+    if ctx.json:
+        ctx.out.json_document(model_json(snapshot) if snapshot is not None else {"id": workspace.id})
+    else:
+        row = [workspace.id, workspace.name or "", workspace.directory or ""]
+        ctx.out.line(table([row], ["ID", "NAME", "DIRECTORY"]))
+    if workspace.setup_terminal_id:
+        ctx.notes.note(f"setup runs in terminal {workspace.setup_terminal_id}")
+    return OK
+
+
+def workspace_label(args: argparse.Namespace, ctx: CommandContext) -> int:
+    if args.remove and args.color is not None:
+        raise CliError("--color applies to assigning a label, not to --remove", USAGE)
+    workspaces = ctx.connect().workspaces
+    if args.remove:
+        result = workspaces.remove_label(args.workspace, args.label, timeout=ctx.timeout)
+    else:
+        result = workspaces.set_label(args.workspace, args.label, color=args.color, timeout=ctx.timeout)
+    if ctx.json:
+        ctx.out.json_document({"label": model_json(result.label), "labels": list(result.labels)})
+    else:
+        ctx.out.line(", ".join(result.labels) if result.labels else "(no labels)")
+    return OK
 
 
 def projects(args: argparse.Namespace, ctx: CommandContext) -> int:

@@ -1,6 +1,7 @@
 """``run``, ``send`` and ``wait``: start or continue an agent's turn and report how it ended.
 
-``run`` creates an agent (in the current directory unless ``--cwd``) and prompts it;
+``run`` creates an agent (in the current directory unless ``--cwd``, under the ``--parent``
+agent if given) and prompts it;
 ``send`` prompts an existing agent; ``wait`` waits for the end of an agent's current turn.
 The turn itself is followed by :func:`daemon_client.cli.turns.follow_turn` on the main
 thread. The new agent's ID is noted on standard error (``-q`` hides it; ``--json`` has it).
@@ -33,7 +34,11 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     client = ctx.connect()
     cwd = args.cwd if args.cwd is not None else os.getcwd()
     title = args.title if args.title is not None else default_title(prompt)
-    agent = client.agents.create(config, cwd=cwd, title=title, timeout=ctx.timeout)
+    parent = None
+    if args.parent is not None:
+        client.agents.parent_id(args.parent)  # a host without parent links is refused before the lookup
+        parent = find_agent(client, args.parent, ctx.timeout)
+    agent = client.agents.create(config, cwd=cwd, title=title, parent=parent, timeout=ctx.timeout)
     ctx.notes.note(f"agent {agent.id} created")
     return follow_turn(ctx, client, agent, prompt, cancel_on_interrupt=True)
 

@@ -44,13 +44,19 @@ def register(registry: Registry) -> None:
         "run", "create an agent, run a prompt, print the answer", "run:run",
         epilog=_OUTCOMES + "\n\nexamples:\n  daemon-client run --provider claude/sonnet 'Summarise the diff'\n"
                "  git diff | daemon-client run --provider claude/sonnet -\n"
-               "  daemon-client run --provider codex/gpt-5 --prompt-file task.md --json | jq -r .lastMessage",
+               "  daemon-client run --provider codex/gpt-5 --prompt-file task.md --json | jq -r .lastMessage\n"
+               "  daemon-client run --provider claude/sonnet --parent lead 'Write the tests for the parser'",
     )  # fmt: skip
     _turn_args(parser, prompt=True)
     parser.add_argument("--provider", required=True, help="provider/model, e.g. claude/sonnet")
     parser.add_argument("--cwd", metavar="DIR", help="the agent's working directory (default: the current one)")
     parser.add_argument("--mode", metavar="MODE", help="the provider's mode to start in, e.g. plan")
     parser.add_argument("--title", help="the agent's title (default: the first line of the prompt)")
+    parser.add_argument(
+        "--parent", metavar="AGENT",
+        help=f"the agent that starts this one ({AGENT_HELP}): archiving it archives this one too "
+             "(needs a daemon with parent links, Paseo 0.1.98 or newer)",
+    )  # fmt: skip
 
     parser = registry.add(
         "send", "send a prompt to an existing agent and print the answer", "run:send",

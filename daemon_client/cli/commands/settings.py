@@ -22,6 +22,19 @@ def register(registry: Registry) -> None:
     model = agent.add("set-model", "switch an agent's model", "settings:agent_set_model")
     model.add_argument("agent", help="agent ID, unique ID prefix or exact title")
     model.add_argument("model", help="a model ID of the agent's provider, or 'default'")
-    commands = agent.add("commands", "list an agent's slash commands and skills", "settings:agent_commands")
-    commands.add_argument("agent", help="agent ID, unique ID prefix or exact title")
+    commands = agent.add(
+        "commands", "list an agent's slash commands and skills, or those a new agent would have",
+        "settings:agent_commands",
+        epilog="examples:\n  daemon-client agent commands my-agent\n"
+               "  daemon-client agent commands --provider claude/sonnet --cwd ~/project",
+    )  # fmt: skip
+    commands.add_argument("agent", nargs="?", help="agent ID, unique ID prefix or exact title")
+    commands.add_argument(
+        "--provider", metavar="PROVIDER[/MODEL]",
+        help="instead of an agent: list the commands of this provider, without creating an agent",
+    )  # fmt: skip
+    commands.add_argument(
+        "--cwd", metavar="DIR", help="with --provider: the working directory (default: the current one)"
+    )
+    commands.add_argument("--mode", metavar="MODE", help="with --provider: the provider's mode")
     json_arg(commands, "the commands")

@@ -86,7 +86,7 @@ def request_table() -> str:
         timeout = f"{spec.timeout.seconds:g} s ({spec.timeout.name.lower()})" if spec.timeout else "client default"
         needs = f"`features.{spec.feature.flag}` ({spec.feature.version}+)" if spec.feature else "—"
         hosts = "all" if spec.hosts == ALL_HOSTS else ", ".join(sorted(kind.value for kind in spec.hosts))
-        api = f"`{spec.api}`" if spec.api else "(internal)"
+        api = ", ".join(f"`{call}`" for call in spec.api.split(", ")) if spec.api else "(internal)"
         lines.append(
             f"| {spec.family} | `{spec.type}` | {_reply_cell(spec.reply)} | {timeout} | {needs} | {hosts} | {api} |"
         )

@@ -26,10 +26,16 @@ CREATE_LEGACY = RequestSpec(
     "create_agent_request", _F, reply=_status("agent_created", "agent_create_failed"),
     timeout=TimeoutClass.WORK, required=("config",), api="client.agents.create()",
 )  # fmt: skip
+CREATION_LIFECYCLE = FeatureGate("creationLifecycle", "create agents through the creation lifecycle", "0.9.3")
+"""The flag of the creation lifecycle (protocol.md 5.3). Its first version is not recorded: 0.9.3
+is the oldest one known to report it (the capable example of protocol.md 11.1; 0.1.108 does not)."""
 CREATE = RequestSpec(
-    "agent.create.request", _F, timeout=TimeoutClass.LONG_WORK, required=("config",), api="client.agents.create()"
+    "agent.create.request", _F, timeout=TimeoutClass.LONG_WORK, required=("config",), feature=CREATION_LIFECYCLE,
+    api="client.agents.create()",
+)  # fmt: skip
+CREATION_SUBSCRIBE = RequestSpec(
+    "creation.subscribe.request", _F, required=("idempotencyKey",), feature=CREATION_LIFECYCLE
 )
-CREATION_SUBSCRIBE = RequestSpec("creation.subscribe.request", _F, required=("idempotencyKey",))
 IMPORT = RequestSpec("import_agent_request", _F, reply=_status("agent_resumed", "agent_create_failed"))
 RESUME = RequestSpec("resume_agent_request", _F, reply=_status("agent_resumed"))
 REFRESH = RequestSpec(
@@ -58,18 +64,30 @@ CLEAR_ATTENTION = RequestSpec(
     api="agent.controls.clear_attention()",
 )  # fmt: skip
 LIST_COMMANDS = RequestSpec(
-    "list_commands_request", _F, timeout=TimeoutClass.SLOW_READ, api="agent.controls.commands()"
+    "list_commands_request", _F, timeout=TimeoutClass.SLOW_READ, required=("agentId",),
+    api="agent.controls.commands(), client.providers.commands()",
+)  # fmt: skip
+"""An agent's commands (``agentId``), or with a ``draftConfig`` and an ``agentId`` that names no
+loaded agent those of a configuration (every host kind, 0.1.65 included)."""
+SET_MODE = RequestSpec(
+    "set_agent_mode_request", _F, timeout=_R, required=("agentId", "modeId"), api="agent.controls.set_mode()"
 )
-SET_MODE = RequestSpec("set_agent_mode_request", _F, timeout=_R, api="agent.controls.set_mode()")
-SET_MODEL = RequestSpec("set_agent_model_request", _F, timeout=_R, api="agent.controls.set_model()")
-SET_THINKING = RequestSpec("set_agent_thinking_request", _F, timeout=_R, api="agent.controls.set_thinking()")
-SET_FEATURE = RequestSpec("set_agent_feature_request", _F, timeout=_R, api="agent.controls.set_feature()")
+SET_MODEL = RequestSpec(
+    "set_agent_model_request", _F, timeout=_R, required=("agentId", "modelId"), api="agent.controls.set_model()"
+)
+SET_THINKING = RequestSpec(
+    "set_agent_thinking_request", _F, timeout=_R, required=("agentId", "thinkingOptionId"),
+    api="agent.controls.set_thinking()",
+)  # fmt: skip
+SET_FEATURE = RequestSpec(
+    "set_agent_feature_request", _F, timeout=_R, required=("agentId", "featureId"), api="agent.controls.set_feature()"
+)
 DETACH = RequestSpec(
-    "agent.detach.request", _F, timeout=_R, feature=FeatureGate("agentDetach", "detach agents", "0.1.98"),
-    api="agent.controls.detach()",
+    "agent.detach.request", _F, timeout=_R, required=("agentId",),
+    feature=FeatureGate("agentDetach", "detach agents", "0.1.98"), api="agent.controls.detach()",
 )  # fmt: skip
 FORK_CONTEXT = RequestSpec(
-    "agent.fork_context.request", _F, timeout=TimeoutClass.WORK,
+    "agent.fork_context.request", _F, timeout=TimeoutClass.WORK, required=("agentId",),
     feature=FeatureGate("agentForkContext", "fork agent context", "0.1.102"), api="agent.controls.fork_context()",
 )  # fmt: skip
 FORK_CONTEXT_CURSOR = FeatureGate("agentForkContextCursor", "fork agent context at a cursor", "0.1.108")

@@ -109,7 +109,7 @@ class RequestSpec(Record):
     result (``None``: the API method reads the payload itself), imported on first use so that
     declaring a request loads none of its models;
     ``required`` lists the fields besides ``requestId`` the daemon insists on;
-    ``api`` names the public call that sends it (for the request table).
+    ``api`` names the public calls that send it, separated by ``", "`` (for the request table).
     """
 
     __slots__ = (

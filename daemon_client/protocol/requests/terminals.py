@@ -10,9 +10,9 @@ from daemon_client.protocol.requests.spec import RequestSpec, TimeoutClass
 _F = "terminals"
 _T = TimeoutClass.TERMINAL
 
-CREATE = RequestSpec("create_terminal_request", _F, timeout=_T, api="client.terminals.create()")
+CREATE = RequestSpec("create_terminal_request", _F, timeout=_T, required=("cwd",), api="client.terminals.create()")
 LIST = RequestSpec("list_terminals_request", _F, timeout=_T, api="client.terminals.list()")
-CAPTURE = RequestSpec("capture_terminal_request", _F, timeout=_T, api="terminal.capture()")
-KILL = RequestSpec("kill_terminal_request", _F, timeout=_T, api="terminal.kill()")
+CAPTURE = RequestSpec("capture_terminal_request", _F, timeout=_T, required=("terminalId",), api="terminal.capture()")
+KILL = RequestSpec("kill_terminal_request", _F, timeout=_T, required=("terminalId",), api="terminal.kill()")
 
 REQUESTS = (CREATE, LIST, CAPTURE, KILL)

@@ -1,5 +1,5 @@
 """Workspace requests (protocol.md 8, 12.5): the directory, opening and archiving, creation,
-titles, Paseo worktrees and the label catalog.
+titles, Paseo worktrees, the label catalog and label assignments.
 
 Declarations only (see :mod:`daemon_client.protocol.requests.spec`); read from any thread.
 """
@@ -22,8 +22,9 @@ ARCHIVE = RequestSpec(
 )  # fmt: skip
 CREATE = RequestSpec(
     "workspace.create.request", _F, timeout=TimeoutClass.LONG_WORK, required=("source",),
-    api="client.workspaces.create()",
+    feature=FeatureGate("workspaceMultiplicity", "create workspaces", "0.1.97"), api="client.workspaces.create()",
 )  # fmt: skip
+"""0.1.65 answers ``unknown_schema`` (transcript 18 L5); hosts reporting ``workspaceMultiplicity`` have it."""
 SET_TITLE = RequestSpec(
     "workspace.title.set.request", _F, timeout=TimeoutClass.READ, required=("workspaceId", "title"),
     feature=FeatureGate("workspaceMultiplicity", "set workspace titles", "0.1.97"), api="client.workspaces.set_title()",
@@ -44,8 +45,15 @@ LIST_LABELS = RequestSpec(
     feature=FeatureGate("workspaceLabels", "list workspace labels", "0.5.0"),
     hosts=NEWER_HOSTS, api="client.workspaces.labels()",
 )  # fmt: skip
+SET_LABEL = RequestSpec(
+    "workspace.label.assignment.set.request", _F, timeout=TimeoutClass.READ,
+    required=("workspaceId", "label", "assigned"),
+    parse="daemon_client.protocol.workspace_labels:parse_label_assignment",
+    feature=FeatureGate("workspaceLabels", "assign workspace labels", "0.5.0"),
+    hosts=NEWER_HOSTS, api="workspace.set_label() / remove_label()",
+)  # fmt: skip
 
 REQUESTS = (
     FETCH_WORKSPACES, OPEN_PROJECT, ARCHIVE, CREATE, SET_TITLE, CREATE_WORKTREE, ARCHIVE_WORKTREE, LIST_WORKTREES,
-    LIST_LABELS,
+    LIST_LABELS, SET_LABEL,
 )  # fmt: skip

@@ -12,6 +12,11 @@ and ``set_daemon_config_request``:
 - keys the host does not know: a broadcast host keeps them in memory and echoes them without
   saving them (:attr:`FakeDaemonConfig.persisted` never has them), newer hosts drop them;
   ``removeProviders`` deletes providers on newer hosts;
+- ``agentProfiles`` is known (though absent until written) on newer hosts with
+  ``features.agentProfiles`` or ``features.agentProfileWorkflows``; with
+  ``agentProfileWorkflows`` the ``addAgentProfilesIfMissing`` operation appends each profile
+  whose ID is not listed yet and keeps the listed ones (a profile without a string ``id``,
+  ``name`` or ``provider`` fails the schema); elsewhere it is an unknown key like any other;
 - a patch that changes something pushes ``status daemon_config_changed`` to every connection
   before the reply, and on broadcast hosts re-probes every provider (a ``loading`` update
   first, then one update per provider after the reply, 14 L7-L15); a patch that changes
@@ -29,6 +34,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import config as config_requests
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
@@ -36,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeDaemonConfig", "deep_merge"]
 
+_ADD_PROFILES = "addAgentProfilesIfMissing"
 _BOOL_PATHS = ("mcp.injectIntoAgents", "browserTools.enabled", "relay.enabled", "autoArchiveAfterMerge",
                "enableTerminalAgentHooks")  # fmt: skip
 _STRING_PATHS = ("appendSystemPrompt",)
@@ -69,6 +76,34 @@ def _default_config(kind: HostKind, features: Mapping[str, bool]) -> dict[str, A
     return config
 
 
+def _known_keys(kind: HostKind, features: Mapping[str, bool], shape: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys a patch may write: the configuration's own, plus those the host knows while
+    leaving them out until they are written."""
+    known = copy.deepcopy(dict(shape))
+    if kind is not HostKind.BROADCAST and (features.get("agentProfiles") or features.get("agentProfileWorkflows")):
+        known.setdefault("agentProfiles", [])
+    return known
+
+
+def _profiles_valid(value: object) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(entry, Mapping) and all(isinstance(entry.get(key), str) for key in ("id", "name", "provider"))
+        for entry in value
+    )
+
+
+def _add_missing_profiles(config: dict[str, Any], profiles: list[Mapping[str, Any]]) -> None:
+    """``addAgentProfilesIfMissing``: append each profile whose ID ``config`` does not list."""
+    listed = config.get("agentProfiles")
+    current = list(listed) if isinstance(listed, list) else []
+    taken = {entry.get("id") for entry in current if isinstance(entry, Mapping)}
+    for profile in profiles:
+        if profile["id"] not in taken:
+            current.append(copy.deepcopy(dict(profile)))
+            taken.add(profile["id"])
+    config["agentProfiles"] = current
+
+
 def _get(node: Mapping[str, Any], path: str) -> tuple[bool, Any]:
     for part in path.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -77,8 +112,12 @@ def _get(node: Mapping[str, Any], path: str) -> tuple[bool, Any]:
     return True, node
 
 
-def _valid(patch: Mapping[str, Any]) -> bool:
+def _valid(patch: Mapping[str, Any], profile_workflows: bool = False) -> bool:
     """The daemon's request schema, for the keys the fake knows the type of."""
+    if "agentProfiles" in patch and not _profiles_valid(patch["agentProfiles"]):
+        return False
+    if profile_workflows and _ADD_PROFILES in patch and not _profiles_valid(patch[_ADD_PROFILES]):
+        return False
     for path in _BOOL_PATHS + _STRING_PATHS:
         present, value = _get(patch, path)
         expected = str if path in _STRING_PATHS else bool
@@ -117,15 +156,25 @@ class FakeDaemonConfig:
         config = daemon.core.config
         self.host_kind: HostKind = config.host_kind
         self.lock = threading.Lock()
-        self._shape = _default_config(config.host_kind, config.effective_features)
-        self._current = copy.deepcopy(self._shape)
-        self._persisted = copy.deepcopy(self._shape)
+        features = config.effective_features
+        initial = _default_config(config.host_kind, features)
+        self._shape = _known_keys(config.host_kind, features, initial)
+        self._current = copy.deepcopy(initial)
+        self._persisted = copy.deepcopy(initial)
+        self.profile_workflows: bool = config.host_kind is not HostKind.BROADCAST and bool(
+            features.get("agentProfileWorkflows")
+        )
+        """Whether ``addAgentProfilesIfMissing`` is understood (``features.agentProfileWorkflows``)."""
         self.reprobe_providers: bool = config.host_kind is HostKind.BROADCAST
         """Whether every change re-probes the providers (0.1.65 rebuilds its provider registry)."""
 
     def install(self, registry: HandlerRegistry) -> None:
-        registry.register("get_daemon_config_request", self._handle_get)
-        registry.register("set_daemon_config_request", self._handle_set, required=("config",))
+        config = self.daemon.core.config
+        registry.serve_all(
+            ((config_requests.GET, self._handle_get), (config_requests.SET, self._handle_set)),
+            host_kind=config.host_kind,
+            features=config.effective_features,
+        )
 
     # -- test thread ---------------------------------------------------------------------------
 
@@ -155,7 +204,7 @@ class FakeDaemonConfig:
 
     def _handle_set(self, ctx: RequestContext) -> None:
         patch = ctx.message["config"]
-        if not isinstance(patch, Mapping) or not _valid(patch):
+        if not isinstance(patch, Mapping) or not _valid(patch, self.profile_workflows):
             ctx.rpc_error("Unknown request schema", "unknown_schema")
             return
         changed, result = self._apply(patch)
@@ -176,11 +225,15 @@ class FakeDaemonConfig:
                 removed = patch.get("removeProviders")
                 for name in removed if isinstance(removed, list) else []:
                     merged["providers"].pop(name, None)
+                if self.profile_workflows and _ADD_PROFILES in patch:
+                    _add_missing_profiles(merged, patch[_ADD_PROFILES])
             changed = merged != self._current
             self._current = merged
             persisted = deep_merge(self._persisted, known)
             if self.host_kind is not HostKind.BROADCAST:
                 persisted["providers"] = copy.deepcopy(merged["providers"])
+                if "agentProfiles" in merged:
+                    persisted["agentProfiles"] = copy.deepcopy(merged["agentProfiles"])
             self._persisted = persisted
             return changed, copy.deepcopy(merged)
 

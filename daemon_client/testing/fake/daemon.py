@@ -45,6 +45,7 @@ from daemon_client.testing.fake.engine.handlers import (
     register_extension,
     reply_type_for,
 )
+from daemon_client.testing.fake.engine.peer import Peer
 from daemon_client.testing.fake.events import EventSubscription, FakeEvents
 from daemon_client.testing.fake.loopback import LoopbackFrontend
 from daemon_client.testing.fake.projects import FakeProjects
@@ -58,6 +59,7 @@ from daemon_client.testing.fake.terminals.store import FakeTerminal, FakeTermina
 from daemon_client.testing.fake.timeline.store import FakeTimeline, TimelineSubscription
 from daemon_client.testing.fake.upgrade import check_listen
 from daemon_client.testing.fake.workspace_create import FakeWorktrees
+from daemon_client.testing.fake.workspace_labels import FakeWorkspaceLabels
 from daemon_client.transport.base import TransportClosed, TransportError
 from daemon_client.transport.memory import MemoryServerEnd, MemoryTransport
 
@@ -85,6 +87,7 @@ __all__ = [
     "FakeTerminal",
     "FakeTerminals",
     "FakeTimeline",
+    "FakeWorkspaceLabels",
     "FakeWorktrees",
     "FramePredicate",
     "Handler",
@@ -137,7 +140,7 @@ class FakeDaemon:
             hostnames=tuple(hostnames),
             cors_origins=tuple(cors_origins),
         )
-        self.registry: HandlerRegistry = default_registry()
+        self.registry: HandlerRegistry = default_registry(host_kind, self.config.effective_features)
         """The request handlers by type: ``handler_for(type)`` gives the installed one (to wrap
         it in a replacement given to :meth:`on_request`); see also :meth:`after_request`."""
         self.core = DaemonCore(self.config, self.registry, self)
@@ -172,6 +175,9 @@ class FakeDaemon:
         self.worktrees = FakeWorktrees(self)
         """Workspace creation, titles and Paseo worktrees (fake_workspace_create)."""
         self.worktrees.install(self.registry)
+        self.workspace_labels = FakeWorkspaceLabels(self, self.worktrees)
+        """Label assignments of workspaces, in the catalog of ``worktrees.labels`` (fake_workspace_labels)."""
+        self.workspace_labels.install(self.registry)
         self.provider_extras = FakeProviderExtras(self)
         """Provider features, diagnostics of unknown providers and usage (fake_provider_extras)."""
         self.provider_extras.install(self.registry)
@@ -320,7 +326,7 @@ class FakeDaemon:
     @property
     def connections(self) -> list[FakeConnection]:
         """Live server connections (handshaken or not), in accept order."""
-        return self.core.connections()
+        return _own(self.core.connections())
 
     @property
     def accepted_count(self) -> int:
@@ -347,7 +353,7 @@ class FakeDaemon:
         timeout: float = 5.0,
         *,
         since: int = 0,
-        connection: FakeConnection | None = None,
+        connection: Peer | None = None,
     ) -> ReceivedFrame:
         """First received frame (from index ``since``) matching a type or predicate.
 
@@ -361,7 +367,7 @@ class FakeDaemon:
 
         ``n == 0`` instead waits until every connection has ended.
         """
-        return self.core.wait_for_connections(n, timeout)
+        return _own(self.core.wait_for_connections(n, timeout))
 
     # -- scripting -----------------------------------------------------------------------------
 
@@ -389,14 +395,14 @@ class FakeDaemon:
 
         return self.registry.add_after_hook(request_type, after)
 
-    def push(self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None) -> int:
+    def push(self, message_type: str, payload: Mapping[str, Any], *, connection: Peer | None = None) -> int:
         """Send ``{"type":"session","message":{"type":..,"payload":..}}`` to one or every handshaken
         connection; returns how many sockets it was written to."""
         frame = {"type": "session", "message": {"type": message_type, "payload": dict(payload)}}
         targets = [connection] if connection is not None else self.core.connections(handshaken_only=True)
         return sum(target.send_frame(frame) for target in targets)
 
-    def send_raw(self, data: str | bytes, *, binary: bool = False, connection: FakeConnection | None = None) -> int:
+    def send_raw(self, data: str | bytes, *, binary: bool = False, connection: Peer | None = None) -> int:
         """Send a raw text frame (``str``), raw text bytes that may be invalid UTF-8 (``bytes``)
         or, with ``binary=True``, a binary frame, to one or every handshaken connection."""
         targets = [connection] if connection is not None else self.core.connections(handshaken_only=True)
@@ -502,6 +508,11 @@ class FakeDaemon:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _own(connections: list[Peer]) -> list[FakeConnection]:
+    """The core's connections as the class every frontend creates them with."""
+    return [connection for connection in connections if isinstance(connection, FakeConnection)]
 
 
 class _MemoryFactory:

@@ -34,19 +34,20 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.testing.fake.engine.outbox import Outbox, SubscriptionFamily, SubscriptionTable, fanout, string_list
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.directory.observations import FakeDirectory
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+    from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry
+    from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = ["SET_EVENTS_REQUEST", "EventSubscription", "FakeEvents", "string_list"]
 
-SET_EVENTS_REQUEST = "session.events.set_subscription.request"
-_SUBSCRIPTIONS = SubscriptionFamily(request=SET_EVENTS_REQUEST, field="events", echo=False,
-                                    feature="explicitEventSubscriptions", union_key="event_union")  # fmt: skip
+SET_EVENTS_REQUEST = subscriptions_requests.SESSION_EVENTS.type
+_SUBSCRIPTIONS = SubscriptionFamily(spec=subscriptions_requests.SESSION_EVENTS, field="events", echo=False,
+                                    union_key="event_union")  # fmt: skip
 _NOT_BROADCAST = frozenset({"project.update"})
 """Events a host without event subscriptions never sends (protocol.md 8.2)."""
 
@@ -58,7 +59,7 @@ class EventSubscription:
     id: str | None
     """The daemon-issued id (capable); ``None`` for a selective session's event set."""
     events: tuple[str, ...]
-    owner: FakeConnection | Session
+    owner: Peer | Session
     """The owning socket (capable) or server-side session (selective)."""
     host_kind: HostKind
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.directory.stores import AgentStore, WorkspaceStore
-    from daemon_client.testing.fake.engine.connection import FakeConnection
     from daemon_client.testing.fake.engine.core import DaemonCore
+    from daemon_client.testing.fake.engine.peer import Peer
     from daemon_client.testing.fake.providers import FakeProviders
     from daemon_client.testing.fake.runs.runs import FakeRuns
     from daemon_client.testing.fake.timeline.store import FakeTimeline
@@ -33,6 +33,4 @@ class DaemonPort(Protocol):
     timeline: FakeTimeline
     providers: FakeProviders
 
-    def push(
-        self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None
-    ) -> int: ...
+    def push(self, message_type: str, payload: Mapping[str, Any], *, connection: Peer | None = None) -> int: ...

@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.protocol.requests.projects import LIST
 from daemon_client.testing.fake.directory.query import camel_case
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class FakeProjects:
     def __init__(self, core: DaemonCore, events: FakeEvents) -> None:
         self.core = core
         self.events = events
-        self.enabled: bool = bool(core.config.effective_features.get("projectList"))
+        self.enabled: bool = LIST.exists_on(core.config.host_kind, core.config.effective_features)
         """Whether this host has ``features.projectList`` (handler installed, updates published)."""
         self.before_list_reply: Callable[[], None] | None = None
         """Called without arguments on the handler thread after a list reply's rows were taken
@@ -71,9 +72,9 @@ class FakeProjects:
     # -- wiring --------------------------------------------------------------------------------
 
     def install(self, registry: HandlerRegistry) -> None:
-        """Register ``project.list.request`` on hosts with ``features.projectList``."""
-        if self.enabled:
-            registry.register("project.list.request", self._handle_list)
+        """Serve ``project.list.request`` on the hosts its declaration names (``features.projectList``)."""
+        config = self.core.config
+        registry.serve(LIST, self._handle_list, host_kind=config.host_kind, features=config.effective_features)
 
     # -- the store -----------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.protocol.requests.providers import USAGE
+from daemon_client.protocol.requests.providers import DIAGNOSTIC, LIST_FEATURES, USAGE
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
@@ -58,11 +58,17 @@ class FakeProviderExtras:
         self._diagnostic: Handler | None = None
 
     def install(self, registry: HandlerRegistry) -> None:
-        registry.register("list_provider_features_request", self._handle_features, required=("draftConfig",))
-        self._diagnostic = registry.handler_for("provider_diagnostic_request")
-        registry.register("provider_diagnostic_request", self._handle_diagnostic)
+        self._diagnostic = registry.handler_for(DIAGNOSTIC.type)
         config = self.daemon.core.config
-        registry.serve(USAGE, self._handle_usage, host_kind=config.host_kind, features=config.effective_features)
+        registry.serve_all(
+            (
+                (LIST_FEATURES, self._handle_features),
+                (DIAGNOSTIC, self._handle_diagnostic),
+                (USAGE, self._handle_usage),
+            ),
+            host_kind=config.host_kind,
+            features=config.effective_features,
+        )
 
     def _known(self, provider: object) -> bool:
         return isinstance(provider, str) and any(e["provider"] == provider for e in self.daemon.providers.entries())

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import providers as providers_requests
 from daemon_client.testing.fake.engine.handlers import iso_now
 from daemon_client.testing.fake.events import string_list
 
@@ -172,12 +173,19 @@ class FakeProviders:
 
     def install(self, registry: HandlerRegistry) -> None:
         """Register the provider request handlers."""
-        registry.register("get_providers_snapshot_request", self._handle_snapshot)
-        registry.register("refresh_providers_snapshot_request", self._handle_refresh)
-        registry.register("list_available_providers_request", self._handle_list_available)
-        registry.register("list_provider_models_request", self._handle_list_models)
-        registry.register("list_provider_modes_request", self._handle_list_modes)
-        registry.register("provider_diagnostic_request", self._handle_diagnostic)
+        config = self.core.config
+        registry.serve_all(
+            (
+                (providers_requests.SNAPSHOT, self._handle_snapshot),
+                (providers_requests.REFRESH, self._handle_refresh),
+                (providers_requests.LIST_AVAILABLE, self._handle_list_available),
+                (providers_requests.LIST_MODELS, self._handle_list_models),
+                (providers_requests.LIST_MODES, self._handle_list_modes),
+                (providers_requests.DIAGNOSTIC, self._handle_diagnostic),
+            ),
+            host_kind=config.host_kind,
+            features=config.effective_features,
+        )
 
     # -- the catalog ---------------------------------------------------------------------------
 

@@ -3,9 +3,9 @@
 Handlers of ``list_commands_request``, ``set_agent_mode_request``, ``set_agent_model_request``,
 ``set_agent_thinking_request``, ``set_agent_feature_request``, ``update_agent_request``,
 ``clear_agent_attention`` and ``delete_agent_request`` (every host), ``agent.detach.request``
-(hosts with ``features.agentDetach``) and ``agent.fork_context.request`` (hosts with
-``features.agentForkContext``; a ``boundaryCursor`` is read only with
-``features.agentForkContextCursor``). Shaped like the 0.1.65 frames:
+(hosts with ``features.agentDetach``; it removes the agent's ``paseo.parent-agent-id`` label)
+and ``agent.fork_context.request`` (hosts with ``features.agentForkContext``; a
+``boundaryCursor`` is read only with ``features.agentForkContextCursor``). Shaped like the 0.1.65 frames:
 
 - ``set_*`` take exact agent UUIDs (``"requireAgent: agentId must be a UUID"``), answer
   ``{agentId, accepted, error}`` (newer hosts add ``notice``), and only then push the agent's
@@ -29,7 +29,9 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.protocol.agents import PARENT_AGENT_ID_LABEL
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import agents as agents_requests
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
@@ -46,12 +48,13 @@ DEFAULT_COMMANDS: Mapping[str, list[dict[str, Any]]] = {
 }
 """Commands per provider; a provider without an entry "does not support listing commands"."""
 
-_SETTERS: Mapping[str, str] = {
-    "set_agent_mode_request": "modeId",
-    "set_agent_model_request": "modelId",
-    "set_agent_thinking_request": "thinkingOptionId",
-    "set_agent_feature_request": "featureId",
-}
+_SETTERS = (
+    agents_requests.SET_MODE,
+    agents_requests.SET_MODEL,
+    agents_requests.SET_THINKING,
+    agents_requests.SET_FEATURE,
+)
+"""The four setters, one handler; each declaration requires ``agentId`` and its own field."""
 
 
 def _is_uuid(value: object) -> bool:
@@ -81,16 +84,19 @@ class FakeAgentSettings:
         """Agents detached with ``agent.detach.request``, in order."""
 
     def install(self, registry: HandlerRegistry) -> None:
-        registry.register("list_commands_request", self._handle_commands, required=("agentId",))
-        for request_type, field in _SETTERS.items():
-            registry.register(request_type, self._handle_setter, required=("agentId", field))
-        registry.register("update_agent_request", self._handle_update)
-        registry.register("clear_agent_attention", self._handle_clear_attention)
-        registry.register("delete_agent_request", self._handle_delete)
-        if self.features.get("agentDetach"):
-            registry.register("agent.detach.request", self._handle_detach, required=("agentId",))
-        if self.features.get("agentForkContext"):
-            registry.register("agent.fork_context.request", self._handle_fork_context, required=("agentId",))
+        registry.serve_all(
+            (
+                (agents_requests.LIST_COMMANDS, self._handle_commands),
+                *((spec, self._handle_setter) for spec in _SETTERS),
+                (agents_requests.UPDATE, self._handle_update),
+                (agents_requests.CLEAR_ATTENTION, self._handle_clear_attention),
+                (agents_requests.DELETE, self._handle_delete),
+                (agents_requests.DETACH, self._handle_detach),
+                (agents_requests.FORK_CONTEXT, self._handle_fork_context),
+            ),
+            host_kind=self.host_kind,
+            features=self.features,
+        )
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -229,6 +235,9 @@ class FakeAgentSettings:
             self._answer(ctx, agent_id, f"Agent not found: {agent_id}")
             return
         self.detached.append(str(agent_id))
+        labels = dict(agent.get("labels") or {})
+        if labels.pop(PARENT_AGENT_ID_LABEL, None) is not None:
+            self.daemon.agents.upsert(str(agent_id), labels=labels)
         self._answer(ctx, agent_id, None)
 
     def _handle_fork_context(self, ctx: RequestContext) -> None:

@@ -13,7 +13,12 @@ with ``features.workspaceLabels``, which only capable fakes report by default); 
 is unknown (``unknown_schema``).
 
 Worktrees live in ``/home/dev/.paseo/worktrees/<8 hex>/<slug>`` of a repository in
-:attr:`FakeWorktrees.repositories` (any path inside one is accepted as ``cwd``); a new worktree's
+:attr:`FakeWorktrees.repositories` (any path inside one is accepted as ``cwd``). A worktree has a
+new branch (``action: "branch-off"``, refused while a worktree has it) or checks out an existing
+one (``action: "checkout"``): a branch of :attr:`FakeWorktrees.branches` (``refName``) or the head
+of a pull request of :attr:`FakeWorktrees.pull_requests` (``githubPrNumber``; on newer hosts
+also ``checkoutSource``, which 0.1.65 does not read), refused when it is unknown or already
+checked out. A directory workspace takes ``source.projectId`` as its project when given. A new worktree's
 workspace is stored in ``fake.workspaces`` (its ``workspace_update`` frames come before the
 reply here; 0.1.65 sends the reply first), followed by ``workspace_setup_progress`` ``running``
 and ``completed``. Archiving a worktree archives the agents working in it and removes its
@@ -37,7 +42,14 @@ if TYPE_CHECKING:
     from daemon_client.testing.fake.engine.handlers import Handler, HandlerRegistry, RequestContext
     from daemon_client.testing.fake.ports import DaemonPort
 
-__all__ = ["DEFAULT_LABELS", "DEFAULT_REPOSITORY", "WORKTREES_ROOT", "FakeWorktrees"]
+__all__ = [
+    "DEFAULT_BRANCHES",
+    "DEFAULT_LABELS",
+    "DEFAULT_PULL_REQUESTS",
+    "DEFAULT_REPOSITORY",
+    "WORKTREES_ROOT",
+    "FakeWorktrees",
+]
 
 DEFAULT_REPOSITORY = "/home/dev/projects/demo-repo"
 WORKTREES_ROOT = "/home/dev/.paseo/worktrees"
@@ -47,6 +59,10 @@ DEFAULT_LABELS: tuple[dict[str, Any], ...] = (
     {"name": "Blocked", "color": "red"},
 )
 """The label catalog a new fake starts with."""
+DEFAULT_BRANCHES = ("main", "release/1.2")
+"""The branches a new fake's repositories have."""
+DEFAULT_PULL_REQUESTS: dict[int, str] = {42: "fix/search", 7: "docs/typos"}
+"""The pull requests a new fake can check out (number -> head branch)."""
 
 
 def _inside(path: str, root: str) -> bool:
@@ -64,6 +80,10 @@ class FakeWorktrees:
         self.newest = bool(config.effective_features.get("workspaceMultiplicity"))
         self.repositories: set[str] = {DEFAULT_REPOSITORY}
         """Git repositories worktrees can be made of."""
+        self.branches: set[str] = set(DEFAULT_BRANCHES)
+        """Branches that exist and can be checked out; a new worktree's branch is added."""
+        self.pull_requests: dict[int, str] = dict(DEFAULT_PULL_REQUESTS)
+        """Pull requests that can be checked out: number -> head branch (of any forge)."""
         self.lock = threading.Lock()
         self._worktrees: dict[str, dict[str, Any]] = {}
         self._archive_workspace: Handler | None = None
@@ -71,16 +91,20 @@ class FakeWorktrees:
         """The label catalog (``workspace.label.list.response`` ``labels``), changed by tests freely."""
 
     def install(self, registry: HandlerRegistry) -> None:
-        registry.register("create_paseo_worktree_request", self._handle_legacy_create, required=("cwd",))
-        registry.register("paseo_worktree_list_request", self._handle_list)
-        registry.register("paseo_worktree_archive_request", self._handle_archive)
-        if self.newest:
-            registry.register("workspace.create.request", self._handle_create, required=("source",))
-            registry.register("workspace.title.set.request", self._handle_title, required=("workspaceId", "title"))
-        self._archive_workspace = registry.handler_for("archive_workspace_request")
-        registry.register("archive_workspace_request", self._handle_archive_workspace)
-        features = self.daemon.core.config.effective_features
-        registry.serve(workspace_requests.LIST_LABELS, self._handle_labels, host_kind=self.host_kind, features=features)
+        self._archive_workspace = registry.handler_for(workspace_requests.ARCHIVE.type)
+        registry.serve_all(
+            (
+                (workspace_requests.CREATE_WORKTREE, self._handle_legacy_create),
+                (workspace_requests.LIST_WORKTREES, self._handle_list),
+                (workspace_requests.ARCHIVE_WORKTREE, self._handle_archive),
+                (workspace_requests.CREATE, self._handle_create),
+                (workspace_requests.SET_TITLE, self._handle_title),
+                (workspace_requests.ARCHIVE, self._handle_archive_workspace),
+                (workspace_requests.LIST_LABELS, self._handle_labels),
+            ),
+            host_kind=self.host_kind,
+            features=self.daemon.core.config.effective_features,
+        )
 
     # -- test thread ---------------------------------------------------------------------------
 
@@ -96,15 +120,34 @@ class FakeWorktrees:
             return None
         return next((repo for repo in sorted(self.repositories) if _inside(cwd, repo)), None)
 
-    def _new_worktree(self, cwd: object, slug: object, base: object) -> tuple[dict[str, Any] | None, str | None]:
+    def _checked_out(self, ref: object, number: object) -> tuple[str | None, str | None]:
+        """The branch a checkout names (a branch, or a pull request's head) and an error."""
+        if number is not None:
+            head = self.pull_requests.get(number) if isinstance(number, int) else None
+            return (head, None) if head else (None, f"Pull request #{number} not found")
+        with self.lock:
+            known = isinstance(ref, str) and ref in self.branches
+        return (str(ref), None) if known else (None, f"Branch not found: {ref}")
+
+    def _new_worktree(
+        self, cwd: object, slug: object, base: object, checkout: str | None = None
+    ) -> tuple[dict[str, Any] | None, str | None]:
         repo = self._repository(cwd)
         if repo is None:
             return None, f"Not a git repository: {cwd}"
-        branch = slug if isinstance(slug, str) and slug else f"wt-{uuid.uuid4().hex[:6]}"
-        path = f"{WORKTREES_ROOT}/{uuid.uuid4().hex[:8]}/{branch}"
+        if checkout is not None:
+            branch, directory = checkout, checkout.replace("/", "-")
+        else:
+            branch = slug if isinstance(slug, str) and slug else f"wt-{uuid.uuid4().hex[:6]}"
+            directory = branch
+        path = f"{WORKTREES_ROOT}/{uuid.uuid4().hex[:8]}/{directory}"
         with self.lock:
-            if any(row["branchName"] == branch for row in self._worktrees.values()):
+            taken = next((row for row in self._worktrees.values() if row["branchName"] == branch), None)
+            if taken is not None and checkout is not None:
+                return None, f"Branch '{branch}' is already checked out in {taken['worktreePath']}"
+            if taken is not None:
                 return None, f"A branch named '{branch}' already exists"
+            self.branches.add(branch)
             self._worktrees[path] = {"worktreePath": path, "createdAt": iso_now(), "branchName": branch,
                                      "head": uuid.uuid4().hex + uuid.uuid4().hex[:8], "repoRoot": repo,
                                      "base": base if isinstance(base, str) else "main"}  # fmt: skip
@@ -122,6 +165,20 @@ class FakeWorktrees:
         )
         return workspace, None
 
+    def _worktree_of(
+        self, fields: Mapping[str, Any], cwd: object, base: object
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """A worktree for a creation request's fields: a checkout (``action: "checkout"``, of
+        ``refName`` or a pull request) or a new branch (``worktreeSlug`` off ``base``)."""
+        if fields.get("action") != "checkout":
+            return self._new_worktree(cwd, fields.get("worktreeSlug"), base)
+        source = fields.get("checkoutSource") if self.newest else None
+        number = source.get("number") if isinstance(source, Mapping) else fields.get("githubPrNumber")
+        branch, error = self._checked_out(fields.get("refName"), number)
+        if branch is None:
+            return None, error
+        return self._new_worktree(cwd, None, None, checkout=branch)
+
     def _setup_progress(self, ctx: RequestContext, workspace: Mapping[str, Any]) -> None:
         path = workspace["workspaceDirectory"]
         detail = {"type": "worktree_setup", "worktreePath": path, "branchName": workspace["name"], "log": "",
@@ -138,7 +195,7 @@ class FakeWorktrees:
 
     def _handle_legacy_create(self, ctx: RequestContext) -> None:
         message = ctx.message
-        workspace, error = self._new_worktree(message["cwd"], message.get("worktreeSlug"), message.get("refName"))
+        workspace, error = self._worktree_of(message, message["cwd"], message.get("refName"))
         self._created(ctx, workspace, error)
 
     def _handle_create(self, ctx: RequestContext) -> None:
@@ -146,12 +203,12 @@ class FakeWorktrees:
         kind = source.get("kind") if isinstance(source, Mapping) else None
         title = ctx.message.get("title")
         if kind == "worktree":
-            workspace, error = self._new_worktree(source.get("cwd"), source.get("worktreeSlug"),
-                                                  source.get("baseBranch"))  # fmt: skip
+            workspace, error = self._worktree_of(source, source.get("cwd"), source.get("baseBranch"))
         elif kind == "directory" and isinstance(source.get("path"), str) and source["path"]:
-            path = source["path"]
+            path, project = source["path"], source.get("projectId")
             workspace = self.daemon.workspaces.upsert(
-                f"ws-{uuid.uuid4().hex[:12]}", workspaceDirectory=path, projectRootPath=path, projectId=path,
+                f"ws-{uuid.uuid4().hex[:12]}", workspaceDirectory=path, projectRootPath=path,
+                projectId=project if isinstance(project, str) and project else path,
                 projectDisplayName=posixpath.basename(path.rstrip("/")) or path,
             )  # fmt: skip
             error = None

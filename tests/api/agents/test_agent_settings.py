@@ -17,6 +17,7 @@ from daemon_client.protocol.agent_settings import AttentionCleared
 from daemon_client.protocol.agents import AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.directory import parse_agent_list, parse_agent_update
 from daemon_client.testing import FakeDaemon, RecordingHandler
+from daemon_client.testing.fake.engine.handlers import RequestContext
 
 from ...conftest import KINDS, TRANSPORTS
 from ..lossless import assert_lossless, recorded_replies, replay, session_frames, transcript
@@ -24,17 +25,6 @@ from ..lossless import assert_lossless, recorded_replies, replay, session_frames
 Connected = Callable[..., tuple[FakeDaemon, dc.Client]]
 CWD = "/home/dev/projects/demo"
 RECORDED_ID = "a7c34638-5085-4284-bc5d-9cbfba0b3a29"
-
-
-@pytest.fixture
-def connected(fakes, make_client) -> Connected:
-    def make(kind: str = "capable", transport: str = "memory", **options: Any) -> tuple[FakeDaemon, dc.Client]:
-        fake = fakes(kind, **options)
-        client = make_client(fake, transport)
-        client.connect()
-        return fake, client
-
-    return make
 
 
 def _sent(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
@@ -280,6 +270,24 @@ def test_wait_for_finish_outcomes(connected: Connected, kind: str) -> None:
     finally:
         waiter.join(15)
     assert (waits[0].status, waits[0].outcome) == ("idle", "completed")
+
+
+@pytest.mark.parametrize("kind", ["capable", "broadcast"])
+def test_the_end_of_another_agents_turn_is_not_this_waits_outcome(connected: Connected, kind: str) -> None:
+    fake, client = connected(kind)
+    agent = client.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"), cwd=CWD)
+    wait = fake.registry.handler_for("wait_for_finish_request")
+    assert wait is not None
+
+    def another_agent_finishes_first(ctx: RequestContext) -> None:
+        event = {"type": "turn_completed", "provider": "mock"}
+        ctx.send("agent_stream", {"agentId": "another-agent", "event": event, "timestamp": "2026-01-01T00:00:00Z"})
+        wait(ctx)
+
+    fake.on_request("wait_for_finish_request", another_agent_finishes_first)
+    result = agent.wait_for_finish(timeout=5)
+    assert result.status == "idle"
+    assert result.outcome is None
 
 
 def test_run_without_a_connection_observes_nothing(fakes, make_client) -> None:

@@ -25,17 +25,6 @@ CWD = "/home/dev/projects/demo"
 TOKEN = "Bearer proxy-Token-9f8e"
 
 
-@pytest.fixture
-def connected(fakes, make_client) -> Connected:
-    def make(kind: str = "capable", transport: str = "memory", **options: Any) -> tuple[FakeDaemon, dc.Client]:
-        fake = fakes(kind, **options)
-        client = make_client(fake, transport)
-        client.connect()
-        return fake, client
-
-    return make
-
-
 def _sent(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
     return [{k: v for k, v in f["message"].items() if k != "requestId"} for f in fake.received
             if f.message_type == message_type]  # fmt: skip
@@ -70,6 +59,21 @@ def test_diagnostic(connected: Connected, kind: str, transport: str) -> None:
     assert caught.value.code == "provider_diagnostic_failed"
     with pytest.raises(ValueError):
         client.providers.diagnostic("")
+
+
+def test_features_of_a_draft_without_a_provider_are_refused_before_sending(connected: Connected) -> None:
+    fake, client = connected("capable")
+    before = len(fake.received)
+    with pytest.raises(ValueError, match=r'Expected config\.provider as "provider" or "provider/model"'):
+        client.providers.list_features(dc.AgentConfig(provider="/model-only"), cwd=CWD)
+    assert len(fake.received) == before
+
+
+def test_a_diagnostic_answer_without_text_is_a_protocol_error(connected: Connected) -> None:
+    fake, client = connected("capable")
+    fake.on_request("provider_diagnostic_request", lambda ctx: ctx.reply({"provider": "mock", "diagnostic": None}))
+    with pytest.raises(dc.ProtocolError, match="provider_diagnostic_request answered without a diagnostic text"):
+        client.providers.diagnostic("mock")
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

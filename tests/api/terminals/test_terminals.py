@@ -1,5 +1,6 @@
 """``client.terminals``: every call over memory and loopback on every host kind, the workspace
-gate (``features.workspaceTerminals``), handles, and the terminal directory with its restore."""
+gate (``features.workspaceTerminals``), handles, arguments refused before sending and replies
+without a readable terminal, and the terminal directory with its restore."""
 
 from __future__ import annotations
 
@@ -223,6 +224,32 @@ def test_calls_while_not_connected(fakes, make_client) -> None:
     assert not client.terminals.workspace_terminals
 
 
+def test_a_three_part_size_or_an_empty_cwd_is_refused_before_sending(connected: Connected) -> None:
+    fake, client = connected("capable")
+    before = len(fake.received)
+    with pytest.raises(ValueError, match=r"size is \(rows, cols\)"):
+        client.terminals.create(cwd=CWD, size=(24, 80, 1))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="cwd must be a non-empty string"):
+        client.terminals.subscribe(lambda changed: None, cwd="")
+    assert len(fake.received) == before
+
+
+def test_a_create_answered_without_a_readable_terminal_is_a_protocol_error(connected: Connected) -> None:
+    fake, client = connected("capable")
+    fake.on_request("create_terminal_request", lambda ctx: ctx.reply({"terminal": ["not", "an", "object"]}))
+    with pytest.raises(dc.ProtocolError, match="create_terminal_response carries an unreadable terminal"):
+        client.terminals.create(cwd=CWD)
+
+
+def test_a_list_names_terminals_this_client_never_saw(connected: Connected) -> None:
+    fake, client = connected("broadcast")
+    made_here = client.terminals.create(cwd=CWD, name="here")
+    fake.terminals.create(CWD, name="elsewhere")
+    listed = client.terminals.list(cwd=CWD)
+    assert sorted(t.name for t in listed.terminals) == ["elsewhere", "here"]
+    assert made_here.current() is not None
+
+
 # ------------------------------------------------------------------------------ the terminal directory
 
 
@@ -357,3 +384,16 @@ def test_an_unreadable_list_is_skipped(connected: Connected, caplog) -> None:
     fake.push("terminals_changed", {"cwd": CWD, "terminals": [{"name": "no id"}, {"id": "t9", "name": "ok"}]})
     assert [t.id for t in seen.wait_for(2)[-1].terminals] == ["t9"]
     assert "skipped TerminalInfo" in caplog.text
+
+
+def test_a_workspace_subscription_follows_the_workspaces_directory_and_refuses_an_unknown_one(
+    connected: Connected,
+) -> None:
+    _fake, client = connected("capable")
+    workspace = client.workspaces.open(CWD)
+    subscription = client.terminals.subscribe(lambda changed: None, workspace_id=workspace.id)
+    assert subscription.cwd == CWD
+    assert subscription.ready.result(5).terminals == ()
+    subscription.release()
+    with pytest.raises(dc.DaemonClientError, match="no workspace 'ws-missing' with a directory"):
+        client.terminals.subscribe(lambda changed: None, workspace_id="ws-missing")

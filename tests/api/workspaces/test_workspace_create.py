@@ -1,5 +1,6 @@
 """Workspace creation (directory and worktree), titles, worktree list/archive and workspace-scoped
-agents, on every host kind over memory and loopback; transcript 17 read without loss and replayed."""
+agents, on every host kind over memory and loopback; lists, ``find`` over several pages, handles,
+and replies that carry no usable workspace; transcript 17 read without loss and replayed."""
 
 from __future__ import annotations
 
@@ -21,18 +22,8 @@ from ..lossless import assert_lossless, replay, session_frames, transcript
 
 Connected = Callable[..., tuple[FakeDaemon, dc.Client]]
 REPO = "/home/dev/projects/demo-repo"
+CWD = "/home/dev/projects/demo"
 NEWEST = ["capable", "selective"]
-
-
-@pytest.fixture
-def connected(fakes, make_client) -> Connected:
-    def make(kind: str = "capable", transport: str = "memory", **options: Any) -> tuple[FakeDaemon, dc.Client]:
-        fake = fakes(kind, **options)
-        client = make_client(fake, transport)
-        client.connect()
-        return fake, client
-
-    return make
 
 
 def _sent(fake: FakeDaemon, message_type: str) -> list[dict[str, Any]]:
@@ -57,7 +48,8 @@ def test_create_a_fresh_workspace_for_a_directory(connected: Connected, kind: st
     assert _sent(fake, "workspace.create.request") == [
         {
             "type": "workspace.create.request",
-            "source": {"kind": "directory", "path": "/home/dev/projects/demo"},
+            # the opened workspace told this client the directory's project: sent without asking
+            "source": {"kind": "directory", "path": "/home/dev/projects/demo", "projectId": opened.project_id},
             "title": "Second look",
         }
     ]
@@ -91,7 +83,7 @@ def test_create_a_worktree_workspace(connected: Connected, kind: str, transport:
         }  # fmt: skip
     generated = client.workspaces.create(REPO, worktree=dc.Worktree(), first_prompt="Fix the login bug")
     assert generated.name  # the daemon chose the branch
-    context = {"prompt": "Fix the login bug"}
+    context = {"prompt": "Fix the login bug", "attachments": []}  # the SDK always sends the list
     sent = _sent(fake, "create_paseo_worktree_request" if kind == "broadcast" else "workspace.create.request")
     assert sent[-1]["firstAgentContext"] == context
 
@@ -131,6 +123,13 @@ def test_bad_arguments_are_refused_before_sending(connected: Connected) -> None:
     assert _sent(fake, "workspace.create.request") == []
 
 
+def test_a_creation_answered_without_a_readable_workspace_is_a_protocol_error(connected: Connected) -> None:
+    fake, client = connected("capable")
+    fake.on_request("workspace.create.request", lambda ctx: ctx.reply({"workspace": 7, "error": None}))
+    with pytest.raises(dc.ProtocolError, match=r"workspace\.create\.request answered with an unreadable workspace: 7"):
+        client.workspaces.create(CWD)
+
+
 # ------------------------------------------------------------------------------ titles
 
 
@@ -153,6 +152,20 @@ def test_set_title_needs_a_newer_host(connected: Connected) -> None:
         client.workspaces.open("/home/dev/projects/demo").set_title("x")
     assert caught.value.feature == "workspaceMultiplicity"
     assert _sent(fake, "workspace.title.set.request") == []
+
+
+def test_a_title_that_is_not_text_is_refused_before_sending(connected: Connected) -> None:
+    fake, client = connected("capable")
+    before = len(fake.received)
+    with pytest.raises(ValueError, match="title must be a string or None, not int"):
+        client.workspaces.set_title("ws-1", 5)  # type: ignore[arg-type]
+    assert len(fake.received) == before
+
+
+def test_a_title_needs_a_connection_to_know_the_host(fakes, make_client) -> None:
+    client = make_client(fakes("capable"))
+    with pytest.raises(dc.NotConnected, match="cannot tell whether the daemon supports set workspace titles"):
+        client.workspaces.set_title("ws-1", "title")
 
 
 # ------------------------------------------------------------------------------ worktrees
@@ -212,6 +225,44 @@ def test_archive_worktree_by_branch_and_its_errors(connected: Connected, kind: s
         client.workspaces.archive_worktree(repo_root=REPO)
 
 
+# ------------------------------------------------------------------------------ lists, find, open and handles
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_workspace_handle_describes_itself_and_a_list_sends_its_sort(connected: Connected, kind: str) -> None:
+    fake, client = connected(kind)
+    unknown = client.workspaces.ref("ws-unknown")
+    assert repr(unknown) == "<WorkspaceHandle ws-unknown unknown>"
+    assert unknown.project_id is None
+    fake.workspaces.upsert(workspace_directory="/home/dev/projects/b", name="b", project_id="proj-b")
+    fake.workspaces.upsert(workspace_directory="/home/dev/projects/a", name="a", project_id="proj-a")
+    listed = client.workspaces.list(sort=[("name", "asc")])
+    assert [w.name for w in listed.entries] == ["a", "b"]
+    assert _sent(fake, "fetch_workspaces_request")[-1]["sort"] == [{"key": "name", "direction": "asc"}]
+    handle = client.workspaces.ref(listed.entries[0])
+    assert handle.project_id == "proj-a"
+    assert repr(handle) == f"<WorkspaceHandle {handle.id} {handle.status}>"
+
+
+def test_find_pages_through_every_match_and_matches_ids_only(connected: Connected) -> None:
+    fake, client = connected()
+    for n in range(201):
+        fake.workspaces.upsert(workspace_directory=f"/home/dev/w{n:03}", project_id="shared")
+    target = fake.workspaces.upsert(workspace_directory="/home/dev/target", project_id="shared")
+    assert client.workspaces.find("shared") is None  # matches the project of every one, the ID of none
+    assert len(_sent(fake, "fetch_workspaces_request")) == 2
+    found = client.workspaces.find(target["id"])
+    assert found is not None
+    assert found.directory == "/home/dev/target"
+
+
+def test_an_open_answered_without_a_readable_workspace_is_a_protocol_error(connected: Connected) -> None:
+    fake, client = connected()
+    fake.on_request("open_project_request", lambda ctx: ctx.reply({"workspace": "not an object", "error": None}))
+    with pytest.raises(dc.ProtocolError, match="open_project_request answered with an unreadable workspace"):
+        client.workspaces.open(CWD)
+
+
 # ------------------------------------------------------------------------------ workspace agents
 
 
@@ -233,6 +284,24 @@ def test_workspace_agents_create(connected: Connected, kind: str, transport: str
     )  # read the workspace first: the handle had no snapshot
     with pytest.raises(ValueError, match="no available directory"):
         client.workspaces.ref("ws-missing").agents.create(dc.AgentConfig(provider="mock/ten-second-stream"))
+
+
+def test_a_workspaces_namespace_built_without_agents_or_terminals_says_so_before_sending(
+    connected: Connected,
+) -> None:
+    from daemon_client.api.workspaces.namespace import WorkspacesNamespace
+
+    fake, client = connected()
+    descriptor = client.workspaces.open(CWD).current()
+    assert descriptor is not None
+    bare = WorkspacesNamespace(client.workspaces._context, client.workspaces._manager)
+    handle = bare.ref(descriptor)
+    before = len(fake.received)
+    with pytest.raises(RuntimeError, match="built without terminals"):
+        handle.terminals  # noqa: B018 - the property is the call under test
+    with pytest.raises(RuntimeError, match=r"built without client\.agents"):
+        handle.agents.create(dc.AgentConfig(provider="mock/ten-second-stream"))
+    assert len(fake.received) == before
 
 
 # ------------------------------------------------------------------------------ transcript 17

@@ -30,6 +30,9 @@ import attrs
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.paths import same_directory
+from daemon_client.protocol.requests import agents as agents_requests
+from daemon_client.protocol.requests import workspaces as workspaces_requests
+from daemon_client.protocol.requests.subscriptions import RELEASE
 from daemon_client.testing.fake.directory.query import (
     AGENT_SORT_KEYS,
     DEFAULT_AGENT_SORT,
@@ -52,14 +55,14 @@ from daemon_client.testing.fake.directory.stores import AgentEntry, AgentStore, 
 from daemon_client.testing.fake.engine.outbox import Outbox
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+    from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = ["DirectoryObservation", "FakeDirectory", "Family", "ReleaseHook"]
 
 Family = Literal["agents", "workspaces"]
-ReleaseHook = Callable[["FakeConnection", str], None]
+ReleaseHook = Callable[["Peer", str], None]
 """Called (without the lock) for every ``subscription.release.request`` with the socket and id."""
 
 _SLOTS_KEY = "directory_slots"
@@ -73,7 +76,7 @@ class DirectoryObservation:
     id: str
     family: Family
     filter: dict[str, Any]
-    owner: FakeConnection | Session
+    owner: Peer | Session
     """The owning socket (capable hosts) or server-side session (legacy slot)."""
     released: bool
     legacy: bool
@@ -86,7 +89,7 @@ class _Observation:
     family: Family
     filter: dict[str, Any]
     scope: str | None
-    owner: FakeConnection | Session
+    owner: Peer | Session
     legacy: bool
     known: set[str] = attrs.field(factory=set)
     """Capable: ids this observation has delivered (snapshot or upsert) and not removed since."""
@@ -118,13 +121,19 @@ class FakeDirectory:
 
     def install(self, registry: HandlerRegistry) -> None:
         """Register the directory handlers (and, on capable hosts, release and disconnect handling)."""
-        registry.register("fetch_agents_request", self._handle_fetch_agents)
-        registry.register("fetch_agent_request", self._handle_fetch_agent)
-        registry.register("fetch_workspaces_request", self._handle_fetch_workspaces)
-        registry.register("open_project_request", self._handle_open_project)
-        registry.register("archive_workspace_request", self._handle_archive_workspace)
-        if self.host_kind is HostKind.CAPABLE:
-            registry.register("subscription.release.request", self._handle_release)
+        features = self.core.config.effective_features
+        registry.serve_all(
+            (
+                (agents_requests.FETCH_AGENTS, self._handle_fetch_agents),
+                (agents_requests.FETCH_AGENT, self._handle_fetch_agent),
+                (workspaces_requests.FETCH_WORKSPACES, self._handle_fetch_workspaces),
+                (workspaces_requests.OPEN_PROJECT, self._handle_open_project),
+                (workspaces_requests.ARCHIVE, self._handle_archive_workspace),
+            ),
+            host_kind=self.host_kind,
+            features=features,
+        )
+        if registry.serve(RELEASE, self._handle_release, host_kind=self.host_kind, features=features):
             registry.add_disconnect_hook(self._release_connection)
 
     def add_release_hook(self, hook: ReleaseHook) -> None:
@@ -212,7 +221,7 @@ class FakeDirectory:
         else:
             tagged = {"subscriptionId": observation.id, **payload}
             frame = {"type": "session", "message": {"type": message_type, "payload": tagged}}
-            connection: FakeConnection = observation.owner  # type: ignore[assignment]
+            connection: Peer = observation.owner  # type: ignore[assignment]
 
             def to_socket() -> None:
                 connection.send_frame(frame)
@@ -232,7 +241,7 @@ class FakeDirectory:
         """A new observation for a subscribing fetch; legacy hosts replace the session's slot."""
         observation_id = str(uuid.uuid4())
         if self.host_kind is HostKind.CAPABLE or ctx.session is None:
-            owner: FakeConnection | Session = ctx.connection
+            owner: Peer | Session = ctx.connection
             observation = _Observation(observation_id, family, filter_, scope, owner, legacy=False, known=known)
         else:
             session = ctx.session
@@ -246,7 +255,7 @@ class FakeDirectory:
         self._observations.append(observation)
         return observation_id
 
-    def _release_connection(self, connection: FakeConnection) -> None:
+    def _release_connection(self, connection: Peer) -> None:
         """Disconnect hook (capable): everything the socket owned is released."""
         with self.lock:
             for observation in self._observations:

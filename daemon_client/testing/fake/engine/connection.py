@@ -19,14 +19,9 @@ from typing import Any, Protocol
 
 from daemon_client import _nesting as nesting
 from daemon_client.protocol.hosts import HostKind
-from daemon_client.testing.fake.engine.core import (
-    BEARER_PREFIX,
-    DaemonCore,
-    ReceivedFrame,
-    Session,
-    server_info_payload,
-)
+from daemon_client.testing.fake.engine.core import BEARER_PREFIX, DaemonCore, server_info_payload
 from daemon_client.testing.fake.engine.handlers import dispatch_session_frame, invalid_message, zod_issue
+from daemon_client.testing.fake.engine.peer import ReceivedFrame, Session
 
 __all__ = ["FakeConnection", "RecvFn", "ServerSocket", "SocketClosed", "run_connection"]
 
@@ -281,7 +276,7 @@ class FakeConnection:
         if kind == "hello":
             self.close(4002, "Unexpected hello")
         elif kind == "session":
-            dispatch_session_frame(self, frame)
+            dispatch_session_frame(self, self.core, frame)
         else:
             request_id = frame.get("requestId")
             if isinstance(request_id, str) and isinstance(kind, str):

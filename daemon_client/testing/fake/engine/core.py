@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.testing.fake.engine.handlers import DaemonHandle, HandlerRegistry
-
-if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
+from daemon_client.testing.fake.engine.peer import FramePredicate, Peer, ReceivedFrame, Session
 
 __all__ = [
     "BEARER_PREFIX",
@@ -62,6 +60,8 @@ DEFAULT_FEATURES: Mapping[HostKind, Mapping[str, bool]] = {
         "relayConfig": True,
         "workspaceTerminals": True,
         "workspaceLabels": True,
+        "agentProfiles": True,
+        "agentProfileWorkflows": True,
     },
     HostKind.SELECTIVE: {
         "selectiveAgentTimeline": True,
@@ -126,47 +126,6 @@ def server_info_payload(config: FakeConfig) -> dict[str, Any]:
     return payload
 
 
-class ReceivedFrame(dict[str, Any]):
-    """A decoded client frame (the dict itself), tagged with the connection it came on.
-
-    A text frame that is not a JSON object is recorded as ``{"raw": <text>}``, a binary frame
-    as ``{"binary": <length>}`` (the notation of the recorded transcripts).
-    """
-
-    def __init__(self, frame: Mapping[str, Any], connection: FakeConnection, text: str | None) -> None:
-        super().__init__(frame)
-        self.connection = connection
-        self.text = text
-        self.received_at = time.monotonic()
-
-    @property
-    def message_type(self) -> str | None:
-        """The top-level type, or the inner type for a ``session`` frame."""
-        if self.get("type") == "session" and isinstance(self.get("message"), dict):
-            inner = self["message"].get("type")
-            return inner if isinstance(inner, str) else None
-        outer = self.get("type")
-        return outer if isinstance(outer, str) else None
-
-    def matches(self, wanted: str) -> bool:
-        return self.get("type") == wanted or self.message_type == wanted
-
-
-FramePredicate = Callable[[ReceivedFrame], bool]
-
-
-@attrs.define(eq=False)
-class Session:
-    """A server-side session: every socket whose hello carried ``client_id``."""
-
-    client_id: str
-    connections: list[FakeConnection] = attrs.field(factory=list)
-    created_at: float = attrs.field(factory=time.monotonic)
-    detached_at: float | None = None
-    data: dict[str, Any] = attrs.field(factory=dict)
-    """Free storage for extensions (directory slots, filters ...)."""
-
-
 class DaemonCore:
     """Everything both frontends share; see the module docstring."""
 
@@ -179,7 +138,7 @@ class DaemonCore:
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self._connections: list[FakeConnection] = []
+        self._connections: list[Peer] = []
         self._sessions: dict[str, Session] = {}
         self._received: list[ReceivedFrame] = []
         self._accepted = 0
@@ -191,6 +150,10 @@ class DaemonCore:
         self.stall_handshake = False
         self.answer_pings = True
 
+    @property
+    def host_kind(self) -> HostKind:
+        return self.config.host_kind
+
     # -- connections ---------------------------------------------------------------------------
 
     def refusing(self) -> bool:
@@ -201,7 +164,7 @@ class DaemonCore:
         with self._lock:
             self._down_until = max(self._down_until, time.monotonic() + downtime)
 
-    def add_connection(self, connection: FakeConnection) -> int:
+    def add_connection(self, connection: Peer) -> int:
         """Register an accepted connection; returns its id."""
         with self._changed:
             self._next_id += 1
@@ -210,7 +173,7 @@ class DaemonCore:
             self._changed.notify_all()
             return self._next_id
 
-    def remove_connection(self, connection: FakeConnection) -> None:
+    def remove_connection(self, connection: Peer) -> None:
         with self._changed:
             if connection in self._connections:
                 self._connections.remove(connection)
@@ -221,7 +184,7 @@ class DaemonCore:
                     session.detached_at = time.monotonic()
             self._changed.notify_all()
 
-    def connections(self, *, handshaken_only: bool = False) -> list[FakeConnection]:
+    def connections(self, *, handshaken_only: bool = False) -> list[Peer]:
         with self._lock:
             return [c for c in self._connections if c.handshaken or not handshaken_only]
 
@@ -230,12 +193,12 @@ class DaemonCore:
         with self._lock:
             return self._accepted
 
-    def mark_handshaken(self, connection: FakeConnection) -> None:
+    def mark_handshaken(self, connection: Peer) -> None:
         with self._changed:
             connection.handshaken = True
             self._changed.notify_all()
 
-    def wait_for_connections(self, n: int, timeout: float) -> list[FakeConnection]:
+    def wait_for_connections(self, n: int, timeout: float) -> list[Peer]:
         """At least ``n`` handshaken connections; ``n == 0`` waits until no connection is left."""
 
         def done() -> bool:
@@ -264,7 +227,7 @@ class DaemonCore:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    def join_session(self, connection: FakeConnection, client_id: str) -> Session:
+    def join_session(self, connection: Peer, client_id: str) -> Session:
         """Attach ``connection`` to the live session of ``client_id`` or to a new one."""
         with self._changed:
             self._prune_sessions()
@@ -289,7 +252,7 @@ class DaemonCore:
             self._prune_sessions()
             return dict(self._sessions)
 
-    def session_connections(self, session: Session) -> list[FakeConnection]:
+    def session_connections(self, session: Session) -> list[Peer]:
         with self._lock:
             return list(session.connections)
 
@@ -310,7 +273,7 @@ class DaemonCore:
             return list(self._received)
 
     def wait_for_frame(
-        self, match: str | FramePredicate, timeout: float, since: int, connection: FakeConnection | None
+        self, match: str | FramePredicate, timeout: float, since: int, connection: Peer | None
     ) -> ReceivedFrame:
         predicate: FramePredicate = (lambda f: f.matches(match)) if isinstance(match, str) else match
         found: list[ReceivedFrame] = []

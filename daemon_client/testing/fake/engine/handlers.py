@@ -4,7 +4,9 @@ Owns the validation and dispatch of session requests (:func:`dispatch_session_fr
 table of known request schemas (required fields, protocol.md sections 4-9), the
 :class:`HandlerRegistry` keyed by request type, the reply naming rule (protocol.md 2.2) and
 the built-in handlers. Other modules extend every new fake with :func:`register_extension`
-or one fake with ``fake.registry.register(...)``.
+or one fake with ``fake.registry.register(...)``; a declared request is installed with
+``registry.serve(SPEC, handler, host_kind=..., features=...)``, so its declaration decides which
+hosts have it and which fields it requires.
 
 Handlers run on the reader thread of the connection that received the request (a
 ``fake-daemon-mem-*`` thread in memory, a websockets handler thread on loopback), never
@@ -19,22 +21,21 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.requests import CATALOG, RequestSpec, reply_by_rule
-
-if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+from daemon_client.protocol.requests import session as session_requests
+from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = [
     "KNOWN_REQUESTS",
     "BinaryHandler",
     "DaemonHandle",
     "DisconnectHook",
+    "EngineCore",
     "Handler",
     "HandlerRegistry",
     "RequestContext",
@@ -53,10 +54,10 @@ _log = logging.getLogger("daemon_client.testing.fake.daemon")
 Handler = Callable[["RequestContext"], None]
 """A request handler: answers (or deliberately does not answer) one request."""
 
-DisconnectHook = Callable[["FakeConnection"], None]
+DisconnectHook = Callable[[Peer], None]
 """Called on the reader thread after a connection ended and left its session."""
 
-BinaryHandler = Callable[["FakeConnection", bytes], None]
+BinaryHandler = Callable[[Peer, bytes], None]
 """Handles a binary frame received after ``hello`` (terminal input); runs on the reader thread."""
 
 
@@ -67,9 +68,22 @@ class DaemonHandle(Protocol):
     their own type; the engine itself only pushes.
     """
 
-    def push(
-        self, message_type: str, payload: Mapping[str, Any], *, connection: FakeConnection | None = None
-    ) -> int: ...
+    def push(self, message_type: str, payload: Mapping[str, Any], *, connection: Peer | None = None) -> int: ...
+
+
+class EngineCore(Protocol):
+    """What request handling needs of the daemon's core (:class:`~daemon_client.testing.fake.engine.core.DaemonCore`
+    fits as is): passed in by the connection, so this module never names the core."""
+
+    registry: HandlerRegistry
+    daemon: DaemonHandle
+
+    @property
+    def host_kind(self) -> HostKind: ...
+
+    def take_failure(self, request_type: str) -> tuple[str, str] | None: ...
+
+    def is_ignored(self, request_type: str) -> bool: ...
 
 
 @attrs.frozen
@@ -153,6 +167,13 @@ class HandlerRegistry:
             return False
         self.register(spec.type, handler, required=spec.required, request_id_optional=spec.request_id_optional)
         return True
+
+    def serve_all(
+        self, handlers: Iterable[tuple[RequestSpec, Handler]], *, host_kind: HostKind, features: Mapping[str, object]
+    ) -> None:
+        """:meth:`serve` each ``(spec, handler)`` pair for a host of ``host_kind`` reporting ``features``."""
+        for spec, handler in handlers:
+            self.serve(spec, handler, host_kind=host_kind, features=features)
 
     def handler(
         self, request_type: str, *, required: Iterable[str] | None = None, request_id_optional: bool | None = None
@@ -243,17 +264,15 @@ class RequestContext:
     """The inner session message, fields flat beside ``type`` (as the client sent it)."""
     request_type: str
     request_id: str | None
-    connection: FakeConnection
+    connection: Peer
+    core: EngineCore
+    """The core of the daemon serving the request (its registry, fault injection and daemon)."""
     replied: bool = False
-
-    @property
-    def core(self) -> DaemonCore:
-        return self.connection.core
 
     @property
     def daemon(self) -> DaemonHandle:
         """The :class:`FakeDaemon` serving this request (for extension state)."""
-        return self.connection.core.daemon
+        return self.core.daemon
 
     @property
     def session(self) -> Session | None:
@@ -261,7 +280,7 @@ class RequestContext:
 
     @property
     def host_kind(self) -> HostKind:
-        return self.connection.core.config.host_kind
+        return self.core.host_kind
 
     def reply(self, payload: Mapping[str, Any], type: str | None = None) -> None:
         """Answer with a session message; ``requestId`` is added to the payload.
@@ -297,9 +316,9 @@ def _handle_session_ping(ctx: RequestContext) -> None:
     ctx.reply(payload, type="pong")
 
 
-def install_builtin_handlers(registry: HandlerRegistry) -> None:
+def install_builtin_handlers(registry: HandlerRegistry, host_kind: HostKind, features: Mapping[str, object]) -> None:
     """The handlers every fake starts with: the session ``ping``."""
-    registry.register("ping", _handle_session_ping)
+    registry.serve(session_requests.PING, _handle_session_ping, host_kind=host_kind, features=features)
 
 
 def zod_issue(path: Sequence[str], expected: str) -> dict[str, Any]:
@@ -317,7 +336,7 @@ def iso_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
 
 
-def dispatch_session_frame(connection: FakeConnection, frame: Mapping[str, Any]) -> None:
+def dispatch_session_frame(connection: Peer, core: EngineCore, frame: Mapping[str, Any]) -> None:
     """Validate a ``session`` frame (after hello) and run its handler (protocol.md 1.8, transcript 09).
 
     Order: malformed envelope, injected failure, ignored type, unknown type or missing field
@@ -336,7 +355,6 @@ def dispatch_session_frame(connection: FakeConnection, frame: Mapping[str, Any])
         else:
             connection.send_status_error(invalid_message([zod_issue(["message", "type"], "string")]))
         return
-    core = connection.core
     failure = core.take_failure(message_type) if request_id is not None else None
     if request_id is not None and failure is not None:
         connection.send_rpc_error(request_id, message_type, failure[0], failure[1])
@@ -358,7 +376,7 @@ def dispatch_session_frame(connection: FakeConnection, frame: Mapping[str, Any])
         issues = [zod_issue(["message", name], "string") for name in missing] or [unknown]
         connection.send_status_error(invalid_message(issues))
         return
-    ctx = RequestContext(message=message, request_type=message_type, request_id=request_id, connection=connection)
+    ctx = RequestContext(message, message_type, request_id, connection, core)
     _run_handler(handler, ctx, answer_failure=True)
     for hook in core.registry.after_hooks(message_type):
         _run_handler(hook, ctx, answer_failure=False)
@@ -379,7 +397,7 @@ def _run_handler(handler: Handler, ctx: RequestContext, *, answer_failure: bool)
 
 
 _EXTENSIONS_LOCK = threading.Lock()
-_EXTENSIONS: list[Callable[[HandlerRegistry], None]] = [install_builtin_handlers]
+_EXTENSIONS: list[Callable[[HandlerRegistry], None]] = []
 
 
 def register_extension(installer: Callable[[HandlerRegistry], None]) -> Callable[[HandlerRegistry], None]:
@@ -393,9 +411,11 @@ def register_extension(installer: Callable[[HandlerRegistry], None]) -> Callable
     return installer
 
 
-def default_registry() -> HandlerRegistry:
-    """A new registry with the built-in handlers and every registered extension installed."""
+def default_registry(host_kind: HostKind, features: Mapping[str, object]) -> HandlerRegistry:
+    """A new registry with the built-in handlers (as a host of ``host_kind`` reporting
+    ``features`` has them) and every registered extension installed."""
     registry = HandlerRegistry()
+    install_builtin_handlers(registry, host_kind, features)
     with _EXTENSIONS_LOCK:
         installers = list(_EXTENSIONS)
     for install in installers:

@@ -35,9 +35,10 @@ import attrs
 from daemon_client.protocol.hosts import HostKind
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+    from daemon_client.protocol.requests import RequestSpec
+    from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = [
     "Mode",
@@ -55,16 +56,16 @@ _log = logging.getLogger("daemon_client.testing.fake.daemon")
 Action = Callable[[], None]
 Mode = Literal["owned", "union", "broadcast"]
 """How a family routes pushes: socket-owned subscriptions, per-session sets, or to everyone."""
-Target = tuple["FakeConnection", "str | None"]
+Target = tuple["Peer", "str | None"]
 """A socket and the subscription id its copy is tagged with (``None``: untagged)."""
-Listing = tuple["str | None", tuple[str, ...], "FakeConnection | Session"]
+Listing = tuple["str | None", tuple[str, ...], "Peer | Session"]
 """A live subscription: its id (``None`` for a session's set), its keys (sorted) and its owner."""
 
 
 class ReleaseHooks(Protocol):
     """Where a subscription family hears of capable releases (the fake's directory fits as is)."""
 
-    def add_release_hook(self, hook: Callable[[FakeConnection, str], None]) -> None: ...
+    def add_release_hook(self, hook: Callable[[Peer, str], None]) -> None: ...
 
 
 class Outbox:
@@ -166,14 +167,13 @@ def string_list(value: object) -> list[str] | None:
 class SubscriptionFamily:
     """What distinguishes one push family's subscriptions (timelines, session events)."""
 
-    request: str
-    """The membership request (``agent.timeline.set_subscription.request``, say)."""
+    spec: RequestSpec
+    """The membership request's declaration (``agent.timeline.set_subscription.request``, say):
+    which hosts have it, and (its flag) which selective hosts keep per-session sets."""
     field: str
     """The request field holding the keys (``agentIds``, say)."""
     echo: bool
     """Whether the reply echoes the keys under ``field``."""
-    feature: str
-    """The selective hosts' feature that enables per-session sets."""
     union_key: str
     """The ``Session.data`` key of a session's set (a ``frozenset``)."""
 
@@ -182,7 +182,7 @@ class SubscriptionFamily:
 class _Owned:
     id: str
     keys: frozenset[str]
-    owner: FakeConnection
+    owner: Peer
 
 
 class SubscriptionTable:
@@ -193,10 +193,9 @@ class SubscriptionTable:
         self.core = core
         self.family = family
         self.mode: Mode = "broadcast"
-        if core.config.host_kind is HostKind.CAPABLE:
-            self.mode = "owned"
-        elif core.config.host_kind is HostKind.SELECTIVE and core.config.effective_features.get(family.feature):
-            self.mode = "union"
+        kind, features = core.config.host_kind, core.config.effective_features
+        if family.spec.exists_on(kind, features):
+            self.mode = "owned" if kind is HostKind.CAPABLE else "union"
         self._lock = lock
         self._outbox = outbox
         self._owned: list[_Owned] = []
@@ -204,8 +203,8 @@ class SubscriptionTable:
     def install(self, registry: HandlerRegistry, directory: ReleaseHooks) -> None:
         """Register the request handler (unless broadcast) and, on capable hosts, the release
         and disconnect hooks."""
-        if self.mode != "broadcast":
-            registry.register(self.family.request, self._handle_set_subscription)
+        kind, features = self.core.config.host_kind, self.core.config.effective_features
+        registry.serve(self.family.spec, self._handle_set_subscription, host_kind=kind, features=features)
         if self.mode == "owned":
             directory.add_release_hook(self._on_release)
             registry.add_disconnect_hook(self._on_disconnect)
@@ -234,7 +233,7 @@ class SubscriptionTable:
             return targets
         return [(c, None) for c in self.core.connections(handshaken_only=True)]
 
-    def _on_release(self, connection: FakeConnection, subscription_id: str) -> None:
+    def _on_release(self, connection: Peer, subscription_id: str) -> None:
         """Directory release hook (capable): drop the subscription, then write what was queued
         for it, so the release response comes after its last frame."""
         with self._lock:
@@ -242,7 +241,7 @@ class SubscriptionTable:
             ticket = self._outbox.last_ticket_locked()
         self._outbox.drain(ticket)
 
-    def _on_disconnect(self, connection: FakeConnection) -> None:
+    def _on_disconnect(self, connection: Peer) -> None:
         with self._lock:
             self._owned = [o for o in self._owned if o.owner is not connection]
 

@@ -8,6 +8,8 @@ the connection that sent the request and delegates the turn itself to
 :class:`~daemon_client.testing.fake.runs.runs.FakeRuns`. Frame order follows the 0.1.65
 transcripts: a new agent's upserts and its first ``user_message`` row come before the
 creation reply, a prompt's row before the send reply, and the turn starts after the reply.
+A ``callerAgentId`` becomes the new agent's ``paseo.parent-agent-id`` label on hosts with
+parentage (``features.agentDetach``); other hosts drop the field, as 0.1.65 does.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from daemon_client.protocol.agents import PARENT_AGENT_ID_LABEL
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import agents as agents_requests
 from daemon_client.testing.fake.engine.handlers import iso_now
 
 if TYPE_CHECKING:
@@ -49,17 +53,23 @@ class RunHandlers:
         self.host_kind = runs.host_kind
         self._lock = threading.Lock()
         self._creations: dict[str, _Creation] = {}
+        self.parentage = bool(runs.core.config.effective_features.get("agentDetach"))
 
     def install(self, registry: HandlerRegistry) -> None:
-        registry.register("create_agent_request", self._handle_create)
-        registry.register("send_agent_message_request", self._handle_send)
-        registry.register("wait_for_finish_request", self._handle_wait)
-        registry.register("cancel_agent_request", self._handle_cancel)
-        registry.register("archive_agent_request", self._handle_archive)
-        registry.register("agent_permission_response", self._handle_permission)
-        if self.runs.core.config.effective_features.get("creationLifecycle"):
-            registry.register("agent.create.request", self._handle_lifecycle_create)
-            registry.register("creation.subscribe.request", self._handle_creation_subscribe)
+        registry.register("agent_permission_response", self._handle_permission)  # undeclared: it has no reply
+        registry.serve_all(
+            (
+                (agents_requests.CREATE_LEGACY, self._handle_create),
+                (agents_requests.SEND_MESSAGE, self._handle_send),
+                (agents_requests.WAIT_FOR_FINISH, self._handle_wait),
+                (agents_requests.CANCEL, self._handle_cancel),
+                (agents_requests.ARCHIVE, self._handle_archive),
+                (agents_requests.CREATE, self._handle_lifecycle_create),
+                (agents_requests.CREATION_SUBSCRIBE, self._handle_creation_subscribe),
+            ),
+            host_kind=self.host_kind,
+            features=self.runs.core.config.effective_features,
+        )
 
     # -- creation ------------------------------------------------------------------------------
 
@@ -79,9 +89,13 @@ class RunHandlers:
         workspace_id = message.get("workspaceId")
         if not isinstance(workspace_id, str):
             workspace_id = runs.directory.workspaces.open(cwd)["id"]
+        labels = dict(message.get("labels") or {})
+        caller = message.get("callerAgentId")
+        if self.parentage and isinstance(caller, str) and caller.strip():
+            labels[PARENT_AGENT_ID_LABEL] = caller.strip()
         fields: dict[str, Any] = {
             "provider": provider, "cwd": cwd, "model": model, "status": "initializing", "title": None,
-            "labels": dict(message.get("labels") or {}),
+            "labels": labels,
             "runtimeInfo": {"provider": provider, "sessionId": session_id, "model": model, "modeId": mode_id},
             "persistence": {"provider": provider, "sessionId": session_id,
                             "metadata": {"model": model, "modeId": mode_id, "cwd": cwd}},

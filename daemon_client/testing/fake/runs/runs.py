@@ -29,9 +29,9 @@ from daemon_client.testing.fake.runs.turns import Turn, TurnPlayer, Waiter
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.directory.observations import FakeDirectory
-    from daemon_client.testing.fake.engine.connection import FakeConnection
     from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer
     from daemon_client.testing.fake.timeline.store import FakeTimeline
 
 __all__ = ["FakeRuns"]
@@ -188,7 +188,7 @@ class FakeRuns:
             self.answer_now(late)
 
     def resolve_permission(
-        self, agent_id: str, request_id: object, response: Mapping[str, Any], responder: FakeConnection | None = None
+        self, agent_id: str, request_id: object, response: Mapping[str, Any], responder: Peer | None = None
     ) -> bool:
         """Answer the pending permission ``request_id`` of the agent; ``False`` if none matches."""
         with self.changed:

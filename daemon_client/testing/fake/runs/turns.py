@@ -27,9 +27,9 @@ from daemon_client.testing.fake.runs.scripts import FAILURE_TEXT, TurnScript, pe
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.directory.stores import AgentStore
-    from daemon_client.testing.fake.engine.connection import FakeConnection
     from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer
     from daemon_client.testing.fake.timeline.store import FakeTimeline
 
 __all__ = ["RunsPort", "Turn", "TurnPlayer", "Waiter"]
@@ -55,7 +55,7 @@ class Turn:
     announced: bool = False
     """The pending permission is in the agent's snapshot (waits are answered at once)."""
     decision: dict[str, Any] | None = None
-    responder: FakeConnection | None = None
+    responder: Peer | None = None
     done: threading.Event = attrs.field(factory=threading.Event)
 
 

@@ -14,12 +14,14 @@ import json
 import posixpath
 from typing import TYPE_CHECKING, Any
 
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
+from daemon_client.protocol.requests import terminals as terminals_requests
 from daemon_client.protocol.terminal_frames import INPUT, RESIZE, decode_terminal_frame
 from daemon_client.testing.fake.engine.outbox import string_list
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer
     from daemon_client.testing.fake.terminals.store import FakeTerminals
 
 __all__ = ["install"]
@@ -119,7 +121,7 @@ def install(registry: HandlerRegistry, terminals: FakeTerminals) -> None:
         elif kind == "mouse":
             terminals.note_input(terminal_id, "json", "mouse", body)
 
-    def binary(connection: FakeConnection, data: bytes) -> None:
+    def binary(connection: Peer, data: bytes) -> None:
         frame = decode_terminal_frame(data)
         if frame is None or frame.opcode not in (INPUT, RESIZE):
             return
@@ -136,14 +138,22 @@ def install(registry: HandlerRegistry, terminals: FakeTerminals) -> None:
         if size is not None:
             terminals.resize(terminal_id, *size, via="binary")
 
-    registry.register("create_terminal_request", create, required=("cwd",))
-    registry.register("list_terminals_request", listing, required=())
-    registry.register("capture_terminal_request", capture, required=("terminalId",))
-    registry.register("kill_terminal_request", kill, required=("terminalId",))
-    registry.register("subscribe_terminal_request", subscribe_stream, required=("terminalId",))
+    config = terminals.core.config
+    registry.serve_all(
+        (
+            (terminals_requests.CREATE, create),
+            (terminals_requests.LIST, listing),
+            (terminals_requests.CAPTURE, capture),
+            (terminals_requests.KILL, kill),
+            (subscriptions_requests.TERMINAL_STREAM, subscribe_stream),
+            (subscriptions_requests.TERMINAL_DIRECTORY, subscribe_directory),
+        ),
+        host_kind=config.host_kind,
+        features=config.effective_features,
+    )
+    # Undeclared (the client sends them without waiting for a reply): shapes of protocol-surface.md 12.2.
     registry.register("unsubscribe_terminal_request", unsubscribe_stream, required=("terminalId",),
                       request_id_optional=True)  # fmt: skip
-    registry.register("subscribe_terminals_request", subscribe_directory, required=("cwd",), request_id_optional=True)
     registry.register("unsubscribe_terminals_request", unsubscribe_directory, required=("cwd",),
                       request_id_optional=True)  # fmt: skip
     registry.register("terminal_input", terminal_input, required=("terminalId", "message"), request_id_optional=True)

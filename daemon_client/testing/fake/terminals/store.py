@@ -40,8 +40,8 @@ from daemon_client.testing.fake.engine.outbox import Outbox
 from daemon_client.testing.fake.terminals.shell import Event, ScriptedShell
 
 if TYPE_CHECKING:
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+    from daemon_client.testing.fake.engine.core import DaemonCore
+    from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = ["FEATURE", "FakeTerminal", "FakeTerminals", "TerminalInput"]
 
@@ -94,7 +94,7 @@ class _DropPlan:
     after: int
 
 
-def _push(connections: list[FakeConnection], message_type: str, payload: Mapping[str, Any]) -> Callable[[], None]:
+def _push(connections: list[Peer], message_type: str, payload: Mapping[str, Any]) -> Callable[[], None]:
     """An outbox action: one session message to each connection."""
     frame = {"type": "session", "message": {"type": message_type, "payload": dict(payload)}}
 
@@ -105,7 +105,7 @@ def _push(connections: list[FakeConnection], message_type: str, payload: Mapping
     return send
 
 
-def _binary(connections: list[FakeConnection], data: bytes) -> Callable[[], None]:
+def _binary(connections: list[Peer], data: bytes) -> Callable[[], None]:
     """An outbox action: one binary frame to each connection."""
 
     def send() -> None:
@@ -115,7 +115,7 @@ def _binary(connections: list[FakeConnection], data: bytes) -> Callable[[], None
     return send
 
 
-def _abort(connections: list[FakeConnection]) -> Callable[[], None]:
+def _abort(connections: list[Peer]) -> Callable[[], None]:
     def drop() -> None:
         for connection in connections:
             connection.abort()
@@ -281,7 +281,7 @@ class FakeTerminals:
             state = session.data[_SESSION_KEY] = _SessionTerminals()
         return state
 
-    def subscribe_stream(self, connection: FakeConnection, terminal_id: str, reply: Callable[[Any], None]) -> None:
+    def subscribe_stream(self, connection: Peer, terminal_id: str, reply: Callable[[Any], None]) -> None:
         """``subscribe_terminal_request``: ``reply(payload)`` with the slot (or the error), then the
         Snapshot frame(s)."""
         session = connection.session
@@ -315,7 +315,7 @@ class FakeTerminals:
                 return slot
         return None
 
-    def unsubscribe_stream(self, connection: FakeConnection, terminal_id: str) -> None:
+    def unsubscribe_stream(self, connection: Peer, terminal_id: str) -> None:
         session = connection.session
         if session is None:
             return
@@ -324,7 +324,7 @@ class FakeTerminals:
             for slot in [s for s, owner in slots.items() if owner == terminal_id]:
                 del slots[slot]
 
-    def slot_owner(self, connection: FakeConnection, slot: int) -> str | None:
+    def slot_owner(self, connection: Peer, slot: int) -> str | None:
         """The terminal a session streams on ``slot`` (``None``: a slot it does not hold)."""
         session = connection.session
         if session is None:
@@ -337,7 +337,7 @@ class FakeTerminals:
         with self.lock:
             return dict(self.session_state(session).slots)
 
-    def subscribe_directory(self, connection: FakeConnection, cwd: str, workspace_id: str | None) -> None:
+    def subscribe_directory(self, connection: Peer, cwd: str, workspace_id: str | None) -> None:
         """``subscribe_terminals_request``: remember it and send the current list to this socket."""
         session = connection.session
         if not self.workspace_terminals:
@@ -349,7 +349,7 @@ class FakeTerminals:
             ticket = self._outbox.enqueue_locked(lambda: connection.send_session("terminals_changed", payload))
         self._outbox.drain(ticket)
 
-    def unsubscribe_directory(self, connection: FakeConnection, cwd: str, workspace_id: str | None) -> None:
+    def unsubscribe_directory(self, connection: Peer, cwd: str, workspace_id: str | None) -> None:
         session = connection.session
         if session is None:
             return
@@ -393,7 +393,7 @@ class FakeTerminals:
                 found.extend((session, slot) for slot, owner in state.slots.items() if owner == terminal_id)
         return found
 
-    def _connections(self, session: Session) -> list[FakeConnection]:
+    def _connections(self, session: Session) -> list[Peer]:
         return [c for c in self.core.session_connections(session) if c.handshaken]
 
     def _queue_binary_locked(self, sessions: list[Session], frame: bytes) -> int:

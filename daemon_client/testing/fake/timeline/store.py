@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from daemon_client.protocol.hosts import HostKind
+from daemon_client.protocol.requests import agents as agents_requests
+from daemon_client.protocol.requests import subscriptions as subscriptions_requests
 from daemon_client.testing.fake.directory.query import QueryError
 from daemon_client.testing.fake.engine.handlers import iso_now
 from daemon_client.testing.fake.engine.outbox import Outbox, SubscriptionFamily, SubscriptionTable, fanout
@@ -48,14 +50,14 @@ from daemon_client.testing.fake.timeline.query import (
 
 if TYPE_CHECKING:
     from daemon_client.testing.fake.directory.observations import FakeDirectory
-    from daemon_client.testing.fake.engine.connection import FakeConnection
-    from daemon_client.testing.fake.engine.core import DaemonCore, Session
+    from daemon_client.testing.fake.engine.core import DaemonCore
     from daemon_client.testing.fake.engine.handlers import HandlerRegistry, RequestContext
+    from daemon_client.testing.fake.engine.peer import Peer, Session
 
 __all__ = ["FakeTimeline", "TimelineSubscription"]
 
-_SUBSCRIPTIONS = SubscriptionFamily(request="agent.timeline.set_subscription.request", field="agentIds", echo=True,
-                                    feature="selectiveAgentTimeline", union_key="timeline_union")  # fmt: skip
+_SUBSCRIPTIONS = SubscriptionFamily(spec=subscriptions_requests.TIMELINE_MEMBERSHIP, field="agentIds", echo=True,
+                                    union_key="timeline_union")  # fmt: skip
 
 
 @attrs.frozen
@@ -65,7 +67,7 @@ class TimelineSubscription:
     id: str | None
     """The daemon-issued id (capable); ``None`` for a selective session's union."""
     agent_ids: tuple[str, ...]
-    owner: FakeConnection | Session
+    owner: Peer | Session
     """The owning socket (capable) or server-side session (selective)."""
     host_kind: HostKind
 
@@ -93,7 +95,8 @@ class FakeTimeline:
 
     def install(self, registry: HandlerRegistry) -> None:
         """Register the read handler and, unless broadcast, the membership handler and hooks."""
-        registry.register("fetch_agent_timeline_request", self._handle_fetch)
+        kind, features = self.core.config.host_kind, self.core.config.effective_features
+        registry.serve(agents_requests.FETCH_TIMELINE, self._handle_fetch, host_kind=kind, features=features)
         self._subscriptions.install(registry, self.directory)
 
     # -- history -------------------------------------------------------------------------------

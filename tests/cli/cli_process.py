@@ -2,7 +2,7 @@
 
 One reader thread per pipe queues the lines as they come; tests wait for a line that
 matches (never sleep and hope). A reader can close the pipe after a number of lines, as
-``| head -1`` does. The ``cli`` fixture (tests/meta/conftest.py) kills what is still running
+``| head -1`` does. The ``cli`` fixture (tests/cli/conftest.py) kills what is still running
 and joins the readers.
 """
 

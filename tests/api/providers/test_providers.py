@@ -1,30 +1,23 @@
-"""Providers and projects: event subscriptions per host kind, wait_for_ready, the project cache."""
+"""Providers: the snapshot, event subscriptions per host kind, refresh and catalog reads, and
+``wait_for_ready`` (when loading ends, when it times out with or without an acknowledgement, and
+when its observation cannot be restored)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 import pytest
 
 import daemon_client as dc
-from daemon_client.testing import FakeDaemon, RecordingHandler
+from daemon_client.testing import RecordingHandler
+from daemon_client.testing.fake.engine.handlers import RequestContext
 
 from ...conftest import KINDS
 from ...helpers import session_frames as _frames
 
 EVENTS_REQUEST = "session.events.set_subscription.request"
-
-
-@pytest.fixture
-def connected(fakes, make_client):
-    def make(kind: str, **options: Any) -> tuple[FakeDaemon, dc.Client]:
-        fake = fakes(kind)
-        client = make_client(fake, **options)
-        client.connect()
-        return fake, client
-
-    return make
 
 
 def _settle(client: dc.Client) -> None:
@@ -122,6 +115,36 @@ def test_wait_for_ready_times_out_naming_the_loading_providers(connected, kind: 
     assert fake.events.subscriptions() == []
 
 
+def test_wait_for_ready_without_an_acknowledgement_times_out_as_providers_not_ready(connected) -> None:
+    fake, client = connected("capable")
+    fake.ignore(EVENTS_REQUEST)
+    with pytest.raises(dc.ProvidersNotReady, match=r"no acknowledgement within 0\.2 s") as caught:
+        client.providers.wait_for_ready(timeout=0.2)
+    assert isinstance(caught.value, dc.RequestTimeout)
+    assert caught.value.request_type == "wait_for_ready"
+
+
+def test_wait_for_ready_raises_when_its_observation_cannot_be_restored(connected) -> None:
+    fake, client = connected("capable")
+    fake.providers.auto_resolve = False
+    fake.providers.start_loading(["mock"])
+    dropper: list[threading.Thread] = []
+
+    def drop_after_the_first_read(ctx: RequestContext) -> None:
+        if not dropper:  # the observation is live and the catalog still loading: lose the connection
+            fake.fail_next(EVENTS_REQUEST, "no events for you")
+            dropper.append(threading.Thread(target=fake.drop_connections, name="test-drop"))
+            dropper[0].start()
+
+    fake.after_request("get_providers_snapshot_request", drop_after_the_first_read)
+    try:
+        with pytest.raises(dc.RpcError, match="no events for you"):
+            client.providers.wait_for_ready(timeout=10)
+    finally:
+        for thread in dropper:
+            thread.join(5)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_refresh_and_catalog_reads(connected, kind: str) -> None:
     _, client = connected(kind)
@@ -153,83 +176,7 @@ def test_unknown_provider_status_and_fields_do_not_break_decoding(connected) -> 
     assert update.entries[0].extra_fields == {"brandNew": {"x": 1}}
 
 
-# ------------------------------------------------------------------------------ projects
-
-
-def test_project_list_updates_and_cache_converge_when_updates_race_the_list(connected) -> None:
-    fake, client = connected("capable")
-    fake.projects.upsert("p-keep", projectDisplayName="keep", projectRootPath="/p/keep", projectKind="git")
-    fake.projects.upsert("p-gone", projectDisplayName="gone", projectRootPath="/p/gone", projectKind="git")
-    listed = client.projects.list()
-    assert {p.project_id for p in listed.projects} == {"p-keep", "p-gone"}
-    assert listed.sync is not None
-    assert not listed.derived
-
-    def race() -> None:  # runs after the list snapshot was taken, before its reply is sent
-        fake.projects.upsert("p-new", projectDisplayName="new", projectRootPath="/p/new", projectKind="git")
-        fake.projects.remove("p-gone")
-        fake.projects.upsert("p-keep", projectDisplayName="renamed", projectRootPath="/p/keep", projectKind="git")
-
-    fake.projects.before_list_reply = race
-    with client.projects.cache() as cache:
-        fake.projects.before_list_reply = None
-        _settle(client)
-        assert {p.project_id for p in cache} == {"p-keep", "p-new"}
-        assert cache.get("p-keep").project_display_name == "renamed"
-        changes = RecordingHandler("changes")
-        cache.on_change(changes)
-        fake.projects.remove("p-new")
-        assert changes.wait_for(1)[0] == dc.ProjectChange("remove", "p-new", None)
-        assert len(cache) == 1
-
-
-def test_project_cache_resyncs_after_reconnect(connected) -> None:
-    fake, client = connected("capable")
-    fake.projects.upsert("a", projectDisplayName="A", projectRootPath="/a", projectKind="git")
-    cache = client.projects.cache()
-    changes = RecordingHandler("changes")
-    cache.on_change(changes)
-    fake.drop_connections()
-    fake.projects.upsert("b", projectDisplayName="B", projectRootPath="/b", projectKind="git")  # while away
-    changes.wait_for(predicate=lambda c: c.project_id == "b", timeout=10)
-    assert {p.project_id for p in cache} == {"a", "b"}
-    fake.projects.upsert("c", projectDisplayName="C", projectRootPath="/c", projectKind="git")
-    changes.wait_for(predicate=lambda c: c.project_id == "c")
-    assert {p.project_id for p in cache} == {"a", "b", "c"}
-    cache.close()
-
-
-@pytest.mark.parametrize("kind", ["selective", "broadcast"])
-def test_hosts_without_a_project_list_derive_it_and_refuse_the_stream(connected, kind: str) -> None:
-    fake, client = connected(kind)
-    fake.workspaces.upsert(workspace_directory="/home/dev/one", project_id="proj-one", project_display_name="one")
-    fake.workspaces.upsert(workspace_directory="/home/dev/two", project_id="proj-two", project_display_name="two")
-    before = len(fake.received)
-    listed = client.projects.list()
-    assert listed.derived
-    assert {p.project_id for p in listed.projects} >= {"proj-one", "proj-two"}
-    assert "project.list.request" not in {f.get("message", {}).get("type") for f in fake.received[before:]}
-    before = len(fake.received)
-    with pytest.raises(dc.UnsupportedByHost, match="projectList"):
-        client.projects.subscribe(lambda update: None)
-    with pytest.raises(dc.UnsupportedByHost):
-        client.projects.cache()
-    assert len(fake.received) == before
-
-
-def test_unknown_project_fields_do_not_break_decoding(connected) -> None:
-    fake, client = connected("capable")
-    seen = RecordingHandler("seen")
-    client.projects.subscribe(seen).ready.result(5)
-    fake.projects.upsert("x", projectDisplayName="X", projectRootPath="/x", projectKind="monorepo", brandNew=True)
-    update = seen.wait_for(1)[0]
-    assert update.project.project_kind == "monorepo"
-    assert update.project.extra_fields.get("brandNew") is True
-
-
 def _later(delay: float, fn: Any) -> Any:
-    import threading
-
     def run() -> None:
         time.sleep(delay)
         fn()
