@@ -41,12 +41,12 @@ Ended = Callable[[str], BaseException]
 """Makes the exception that ends a wait, given the unmatched text (exit, release, close)."""
 
 
-
 def checked_limit(limit: object) -> int:
     """``limit`` if it is a buffer limit (an ``int``, 0 or more; ``bool`` is not), else ``ValueError``."""
     if type(limit) is not int or limit < 0:
         raise ValueError("the output buffer limit must be a number of characters, 0 or more")
     return limit
+
 
 class OutputReader:
     """Output text received by one stream and not yet read; see the module docstring."""

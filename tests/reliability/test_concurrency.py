@@ -400,6 +400,7 @@ class SignallingLock:
         self._inner.release()
 
 
+@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
 def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, make_client, monkeypatch) -> None:
     """Regression (BUG_UNION_ORDER, fixed in c438caf): unions were computed under the manager's lock
     but written after it, so a release's ``[]`` could reach the daemon after a newer subscribe's

@@ -241,6 +241,7 @@ def test_a_transport_factory_that_raises_fails_that_connect_at_once(fakes) -> No
     assert threads_of(client) == []
 
 
+@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
 def test_a_reader_thread_that_fails_hands_over(fakes, make_client, monkeypatch) -> None:
     """An internal defect in the reader thread fails the waiting connect() at once, and the
     next connect() starts a new reader."""

@@ -366,6 +366,7 @@ def test_pages_after_reach_every_row_of_a_history_replaced_mid_walk(connected, k
 # ------------------------------------------------------------------ memberships racing a reconnect
 
 
+@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
 def test_a_union_send_failing_across_a_reconnect_leaves_the_subscription_established(
     connected, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -423,6 +424,7 @@ def test_a_union_send_failing_across_a_reconnect_leaves_the_subscription_establi
     assert [u.seq for u in seen.wait_for(1, predicate=lambda u: u.type == "timeline")] == [seq]
 
 
+@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
 def test_a_stale_union_that_reaches_the_daemon_after_the_restore_is_corrected(
     connected, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -476,6 +478,7 @@ def test_a_stale_union_that_reaches_the_daemon_after_the_restore_is_corrected(
     assert [sorted(s.agent_ids) for s in fake.timeline.subscriptions()] == [["a1", "a3"]]
 
 
+@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
 def test_an_owned_subscription_sent_after_its_restore_is_not_kept_twice(
     connected, monkeypatch: pytest.MonkeyPatch
 ) -> None:

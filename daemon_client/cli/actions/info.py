@@ -8,10 +8,24 @@ from __future__ import annotations
 
 import argparse
 
+import daemon_client
+from daemon_client._compiled import COMPILED_MODULES, compiled_modules
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK
 from daemon_client.cli.json_render import model_json
 from daemon_client.cli.render import describe_features
+
+
+def client_build() -> str:
+    """This client's version and build: pure Python, or compiled (how many modules)."""
+    compiled = compiled_modules()
+    if not compiled:
+        build = "pure Python"
+    elif len(compiled) == len(COMPILED_MODULES):
+        build = f"compiled ({len(compiled)} modules, mypyc)"
+    else:
+        build = f"partly compiled ({len(compiled)} of {len(COMPILED_MODULES)} modules)"
+    return f"daemon_client {daemon_client.__version__}, {build}"
 
 
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
@@ -37,6 +51,7 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
                 "hostKind": kind,
                 "serverInfo": model_json(info),
                 "pingMs": round(ping, 3),
+                "client": {"version": daemon_client.__version__, "compiled": list(compiled_modules())},
             }
         )
         return OK
@@ -45,6 +60,6 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         f"reached  {client.resolution.target.describe()}\n"
         f"version  {info.version or 'unknown version'} on {info.hostname or 'unknown host'} ({info.server_id})\n"
         f"host     {kind}\nfeatures {describe_features(info.features)}\n"
-        f"ping     {ping:.2f} ms\n"
+        f"ping     {ping:.2f} ms\n" + (f"client   {client_build()}\n" if getattr(args, "verbose", 0) else "")
     )
     return OK
