@@ -1,6 +1,9 @@
-"""``python -m bench [--quick] [--json PATH]``: every figure side by side with its baseline.
+"""``python -m bench [--quick] [--build pure|compiled|both] [--json PATH]``: every figure side by
+side with its baseline.
 
-Prints a table (figure, value, target, whether it holds) and writes the figures as JSON.
+Prints a table (figure, value, target, whether it holds) and writes the figures as JSON, with
+the build that ran them; ``--build both`` runs the pure and the compiled build one after the
+other (see :mod:`bench.builds`) and prints their figures side by side.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import attrs
 
+from bench.builds import COMPILED_PYTHON, check_build, run_builds, running_build, side_by_side
 from bench.measures import (
     Figure,
     import_time,
@@ -96,8 +100,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes: a few minutes")
     parser.add_argument("--tiny", action="store_true", help="smallest sizes (the test suite's smoke run)")
     parser.add_argument("--json", default="bench/results/latest.json", help="where to write the figures")
+    parser.add_argument(
+        "--build", choices=["current", "pure", "compiled", "both"], default="current",
+        help="which build to measure: the one this interpreter runs (default), one of them, or both side by side",
+    )  # fmt: skip
+    parser.add_argument(
+        "--compiled-python", metavar="PATH",
+        help=f"an interpreter with the compiled build installed (default: ${COMPILED_PYTHON})",
+    )  # fmt: skip
+    parser.add_argument("--expect-build", choices=["pure", "compiled"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
+    if args.build != "current" and args.expect_build is None:
+        builds = ["pure", "compiled"] if args.build == "both" else [args.build]
+        reports = run_builds(builds, [] if mode == "full" else [f"--{mode}"], args.compiled_python)
+        for line in side_by_side(reports):
+            print(line)
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"mode": mode, "builds": reports}, indent=2) + "\n")
+        print(f"figures of {', '.join(builds)} in {path} ('!': the target is missed)")
+        return 0
+    if args.expect_build is not None:
+        check_build(args.expect_build)
+    build = running_build()
+    print(f"daemon_client build: {build}", flush=True)
     figures = []
     started = time.perf_counter()
     for measure in plan(SIZES[mode]):
@@ -108,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"     {json.dumps(figure.detail, sort_keys=True)}", flush=True)
     report = {
         "mode": mode,
+        "build": build,
         "python": sys.version.split()[0],
         "machine": platform.platform(),
         "seconds": round(time.perf_counter() - started, 1),
