@@ -1,4 +1,4 @@
-"""``run --parent`` and ``workspace-label``: the frames the fake daemon receives, the output as
+"""``run --parent`` and ``workspaces label``: the frames the fake daemon receives, the output as
 text and JSON, and the refusal with status 1 (nothing created or sent) on hosts without parent
 links or workspace labels. In the test process against the fake daemon on loopback."""
 
@@ -73,13 +73,14 @@ def test_run_with_an_unknown_parent_is_status_1(
 def test_workspace_label_assigns_and_removes(served: Callable[[str], FakeDaemon]) -> None:
     fake = served("capable")
     workspace = str(fake.workspaces.open("/home/dev/projects/demo")["id"])
-    assert run(["workspace-label", "--url", fake.url, workspace, "Review"]) == (0, "Review\n")
-    code, out = run(["workspace-label", "--url", fake.url, workspace, "Needs design", "--color", "amber", "--json"])
+    assert run(["workspaces", "label", "--url", fake.url, workspace, "Review"]) == (0, "Review\n")
+    code, out = run(["workspaces", "label", "--url", fake.url, workspace, "Needs design", "--color", "amber", "--json"])
     assert code == 0
     document = json.loads(out)
     assert document == {"label": {"name": "Needs design", "color": "amber"}, "labels": ["Review", "Needs design"]}
-    assert run(["workspace-label", "--url", fake.url, workspace, "review", "--remove"]) == (0, "Needs design\n")
-    assert run(["workspace-label", "--url", fake.url, workspace, "Needs design", "--remove"]) == (0, "(no labels)\n")
+    assert run(["workspaces", "label", "--url", fake.url, workspace, "review", "--remove"]) == (0, "Needs design\n")
+    removed = run(["workspaces", "label", "--url", fake.url, workspace, "Needs design", "--remove"])
+    assert removed == (0, "(no labels)\n")
     sent = [dict(frame["message"]) for frame in fake.received if frame.message_type == SET]
     assert [(m["label"], m["assigned"]) for m in sent] == [
         ({"name": "Review", "color": "violet"}, True),
@@ -96,7 +97,7 @@ def test_workspace_label_on_a_daemon_without_labels_sends_nothing(
 ) -> None:
     fake = served(kind)
     workspace = str(fake.workspaces.open("/home/dev/projects/demo")["id"])
-    assert run(["workspace-label", "--url", fake.url, workspace, "Review"]) == (1, "")
+    assert run(["workspaces", "label", "--url", fake.url, workspace, "Review"]) == (1, "")
     assert "assign workspace labels" in capsys.readouterr().err
     assert not [frame for frame in fake.received if frame.message_type == SET]
 
@@ -104,9 +105,9 @@ def test_workspace_label_on_a_daemon_without_labels_sends_nothing(
 def test_workspace_label_refusals(served: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str]) -> None:
     fake = served("capable")
     workspace = str(fake.workspaces.open("/home/dev/projects/demo")["id"])
-    assert run(["workspace-label", "--url", fake.url, workspace, "Review", "--remove", "--color", "red"])[0] == 2
+    assert run(["workspaces", "label", "--url", fake.url, workspace, "Review", "--remove", "--color", "red"])[0] == 2
     assert "--color applies to assigning" in capsys.readouterr().err
-    assert run(["workspace-label", "--url", fake.url, workspace, "New", "--color", "mauve"])[0] == 1
+    assert run(["workspaces", "label", "--url", fake.url, workspace, "New", "--color", "mauve"])[0] == 1
     assert "refused" in capsys.readouterr().err
-    assert run(["workspace-label", "--url", fake.url, "ws-unknown", "Review"])[0] == 1
-    assert run(["workspace-label", "--url", fake.url, workspace, "  "])[0] == 2
+    assert run(["workspaces", "label", "--url", fake.url, "ws-unknown", "Review"])[0] == 1
+    assert run(["workspaces", "label", "--url", fake.url, workspace, "  "])[0] == 2

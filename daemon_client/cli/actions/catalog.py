@@ -1,5 +1,5 @@
 """``providers``, ``workspaces`` and ``projects``: list them, or follow their updates;
-``workspaces create``; ``workspace-label``: assign a label to a workspace or remove it.
+``workspaces create``; ``workspaces label``: assign a label to a workspace or remove it.
 
 Listings run on the main thread with ``--timeout`` per request; ``--watch`` prints updates
 from the callback thread (one JSON document per line with ``--json``) while the main thread

@@ -1,4 +1,4 @@
-"""``providers``, ``workspaces`` (and ``workspaces create``), ``workspace-label``, ``projects``: options and help.
+"""``providers``, ``workspaces`` (and ``workspaces create``, ``workspaces label``), ``projects``: options and help.
 
 What they do is in :mod:`daemon_client.cli.actions.catalog`.
 """
@@ -31,14 +31,15 @@ def register(registry: Registry) -> None:
     parser.add_argument("--watch", action="store_true", help="keep running and print every workspace update")
     json_arg(parser, "the workspaces (with --watch: one JSON document per line)")
     follow_args(parser, duration_help="with --watch: stop after this many seconds")
-    _create(registry.optional_group(parser, "workspaces"))
-    parser = registry.add(
-        "workspace-label", "assign a label to a workspace (--remove: take it off)", "catalog:workspace_label",
+    group = registry.optional_group(parser, "workspaces")
+    _create(group)
+    parser = group.add(
+        "label", "assign a label to a workspace (--remove: take it off)", "catalog:workspace_label",
         epilog="A label new to the catalog is added with --color; an existing one keeps its own colour.\n"
                "Needs a daemon with workspace labels (Paseo 0.5.0 or newer).\n\n"
-               "examples:\n  daemon-client workspace-label ws-4f2a9c Review\n"
-               "  daemon-client workspace-label ws-4f2a9c 'Needs design' --color amber\n"
-               "  daemon-client workspace-label ws-4f2a9c Review --remove",
+               "examples:\n  daemon-client workspaces label ws-4f2a9c Review\n"
+               "  daemon-client workspaces label ws-4f2a9c 'Needs design' --color amber\n"
+               "  daemon-client workspaces label ws-4f2a9c Review --remove",
     )  # fmt: skip
     parser.add_argument("workspace", help="the workspace's ID (see: daemon-client workspaces)")
     parser.add_argument("label", help="the label's name")
