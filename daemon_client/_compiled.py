@@ -39,6 +39,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "daemon_client._wire",
     "daemon_client.protocol.codec",
     "daemon_client.protocol.terminal_frames",
+    "daemon_client.transport.frames",
     "daemon_client.transport.websocket",
     "daemon_client.runtime.supervisor",
     "daemon_client.runtime.pushes",
