@@ -71,3 +71,15 @@ def test_every_example_has_a_page_with_its_source(hooks: ModuleType) -> None:
         assert f"]({path.stem}.md)" in index
     assert "](../images/tk-example.png)" in hooks.example_page(ROOT / "examples" / "tk_agents.py")
     assert all((ROOT / "docs" / image).is_file() for image, _alt in hooks.SCREENSHOTS.values())
+
+
+def test_links_to_pages_read_as_their_titles() -> None:
+    """A link to a page is written with the page's title, never its file name (``[threading.md](...)``)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+    file_named = re.compile(r"\[`?[\w./-]+\.md`?\]\(")
+    found = [
+        f"{page.relative_to(ROOT)}: {match.group(0)}"
+        for page in pages
+        for match in file_named.finditer(page.read_text(encoding="utf-8"))
+    ]
+    assert found == []
