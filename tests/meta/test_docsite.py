@@ -83,3 +83,15 @@ def test_links_to_pages_read_as_their_titles() -> None:
         for match in file_named.finditer(page.read_text(encoding="utf-8"))
     ]
     assert found == []
+
+
+def test_the_examples_menu_lists_the_examples_a_reader_runs(hooks: ModuleType) -> None:
+    runnable = [path.name for path in hooks.runnable_examples()]
+    assert "run_prompt.py" in runnable
+    assert [name for name in runnable if name.startswith("_") or not name.endswith(".py")] == []
+    config = type("Config", (), {"nav": [{"Examples": ["examples/index.md"]}]})()
+    listed = hooks.on_config(config).nav
+    assert [next(iter(entry)) for entry in listed[0]["Examples"][1:]] == runnable
+    rows = [line for line in hooks.examples_index().splitlines() if line.startswith("| [")]
+    assert [re.match(r"\| \[`([^`]+)`\]", row)[1] for row in rows] == runnable  # type: ignore[index]
+    assert all("\n" not in hooks._summary(path) for path in hooks.runnable_examples())
