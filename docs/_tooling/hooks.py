@@ -184,8 +184,8 @@ def on_files(files: Files, config: MkDocsConfig, **kwargs: Any) -> Files:
     files.append(File.generated(config, "examples/index.md", content=examples_index()))
     for path in example_files():
         inclusion = InclusionLevel.UNDEFINED if is_runnable_example(path) else InclusionLevel.NOT_IN_NAV
-        shown = File.generated(config, f"examples/{path.stem}.md", content=example_page(path), inclusion=inclusion)
-        files.append(shown)
+        uri = f"examples/{path.stem}.md"
+        files.append(File.generated(config, uri, content=example_page(path), inclusion=inclusion))
     return files
 
 
