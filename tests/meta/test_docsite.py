@@ -95,3 +95,13 @@ def test_the_examples_menu_lists_the_examples_a_reader_runs(hooks: ModuleType) -
     rows = [line for line in hooks.examples_index().splitlines() if line.startswith("| [")]
     assert [re.match(r"\| \[`([^`]+)`\]", row)[1] for row in rows] == runnable  # type: ignore[index]
     assert all("\n" not in hooks._summary(path) for path in hooks.runnable_examples())
+
+
+def test_every_api_page_is_reachable_from_the_index_and_the_navigation() -> None:
+    pages = sorted(path.name for path in (ROOT / "docs" / "api").glob("*.md") if path.name != "index.md")
+    index = (ROOT / "docs" / "api" / "index.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([\w-]+\.md)\)", index))
+    assert [page for page in pages if page not in linked] == [], "add a row to docs/api/index.md"
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    in_nav = set(re.findall(r"^\s+- (?:[^:\n]+: )?api/([\w-]+\.md)$", config, re.MULTILINE))
+    assert [page for page in [*pages, "index.md"] if page not in in_nav] == [], "add the page to nav: in mkdocs.yml"
