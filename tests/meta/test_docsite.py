@@ -105,3 +105,20 @@ def test_every_api_page_is_reachable_from_the_index_and_the_navigation() -> None
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     in_nav = set(re.findall(r"^\s+- (?:[^:\n]+: )?api/([\w-]+\.md)$", config, re.MULTILINE))
     assert [page for page in [*pages, "index.md"] if page not in in_nav] == [], "add the page to nav: in mkdocs.yml"
+
+
+def test_api_pages_show_only_public_bases() -> None:
+    griffe = pytest.importorskip("griffe", reason="the docs extra (griffe) is not installed")
+    spec = importlib.util.spec_from_file_location("griffe_sphinx", ROOT / "docs" / "_tooling" / "griffe_sphinx.py")
+    assert spec is not None
+    assert spec.loader is not None
+    extension = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(extension)
+    package = griffe.load("daemon_client", search_paths=[str(ROOT)])
+    timeline = package["subscriptions.timeline.TimelineSubscription"]
+    handle = package["api.agents.handle.AgentHandle"]
+    assert "Membership" in [str(base) for base in timeline.bases]
+    extension.drop_internal_bases(package)
+    assert [str(base) for base in timeline.bases] == []
+    assert [str(base) for base in handle.bases] == ["AgentControls"]
+    assert [str(base) for base in package["errors.ConnectionLost"].bases] == ["ConnectionUnavailable"]
