@@ -275,7 +275,7 @@ def _usage_problems(readme: str) -> tuple[list[str], list[tuple[str, ...]], set[
                 mentioned.add(option)
                 optional = depth > 0 or word.count("[") > 0 or "|" in word
                 for path, parser in parsers:
-                    actions = {string: action for action in parser._actions for string in action.option_strings}
+                    actions = {string: action for action in parser.recorded for string in action.option_strings}
                     if option not in actions:
                         problems.append(f"`daemon-client {usage}`: {' '.join(path)} has no {option}")
                     elif not optional and not actions[option].required:
@@ -283,7 +283,7 @@ def _usage_problems(readme: str) -> tuple[list[str], list[tuple[str, ...]], set[
             depth += word.count("[") - word.count("]")
         for _path, parser in parsers:
             required = [
-                action.option_strings[0] for action in parser._actions if action.required and action.option_strings
+                action.option_strings[0] for action in parser.recorded if action.required and action.option_strings
             ]
             problems += [
                 f"`daemon-client {usage}`: the required {option} is missing"
