@@ -8,7 +8,9 @@ document it and left as plain code otherwise (an *optional* cross-reference: it 
 strict build). A name is resolved in the scope of the docstring's object, as Python would look
 it up there. ``<`` outside code spans is escaped so that Markdown does not read it as HTML.
 A module constant documented Sphinx's way, by ``#:`` comments right above it, gets them as its
-docstring.
+docstring. A class's bases show only the public ones: a base of the package that is not exported
+(``daemon_client.__all__``, ``daemon_client.testing.__all__``, ``daemon_client.gui.__all__``)
+is left out of its "Bases:" line; bases from outside the package (``Enum``, ``Generic[T]``) stay.
 
 Loaded by ``mkdocs.yml`` (``extensions: [docs/_tooling/griffe_sphinx.py]``); runs in the
 ``mkdocs`` process while griffe loads the package.
@@ -16,10 +18,26 @@ Loaded by ``mkdocs.yml`` (``extensions: [docs/_tooling/griffe_sphinx.py]``); run
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 from typing import Any
 
-from griffe import Attribute, Docstring, Extension, GriffeLoader, NameResolutionError, Object
+from griffe import (
+    Alias,
+    Attribute,
+    Class,
+    Docstring,
+    Expr,
+    Extension,
+    GriffeLoader,
+    Module,
+    NameResolutionError,
+    Object,
+)
+
+PUBLIC_PACKAGES = ("", "testing", "gui")
+"""The packages whose ``__all__`` names the public API, relative to ``daemon_client``."""
 
 ROLE = re.compile(r":(?:class|meth|func|attr|data|mod|exc|obj):`(?P<tilde>~?)(?P<target>[^`]+)`")
 EXPLICIT_TITLE = re.compile(r"^(?P<title>.+?)\s*<(?P<target>[^<>]+)>$")
@@ -85,3 +103,57 @@ class SphinxConventions(Extension):
             )
         if obj.docstring is not None:
             obj.docstring.value = convert(obj, obj.docstring.value)
+
+
+def public_paths(package: str) -> set[str]:
+    """Where every class exported by the public packages of ``package`` is defined
+    (``module.qualname``), read by importing them: their ``__all__`` is built at import time."""
+    paths: set[str] = set()
+    for relative in PUBLIC_PACKAGES:
+        module = importlib.import_module(f"{package}.{relative}" if relative else package)
+        for name in getattr(module, "__all__", ()):
+            try:
+                value = getattr(module, name)
+            except ImportError:  # an optional dependency (PySide6): not a base of anything shown
+                continue
+            if inspect.isclass(value):
+                paths.add(f"{value.__module__}.{value.__qualname__}")
+    return paths
+
+
+def _classes(module: Module) -> list[Class]:
+    found: list[Class] = []
+    stack: list[Object] = [module]
+    while stack:
+        current = stack.pop()
+        for member in current.members.values():
+            if isinstance(member, Alias):
+                continue
+            if isinstance(member, Class):
+                found.append(member)
+            if isinstance(member, (Module, Class)):
+                stack.append(member)
+    return found
+
+
+def _base_path(base: Expr | str) -> str:
+    return base.canonical_path if isinstance(base, Expr) else base
+
+
+def drop_internal_bases(package: Module) -> None:
+    """Removes from every class of ``package`` the bases of the package that are not public."""
+    public = public_paths(package.name)
+    for cls in _classes(package):
+        cls.bases = [
+            base
+            for base in cls.bases
+            if not _base_path(base).startswith(f"{package.name}.") or _base_path(base) in public
+        ]
+
+
+class PublicBases(Extension):
+    """Shows only public bases once the package is loaded."""
+
+    def on_package(self, *, pkg: Module, loader: GriffeLoader, **kwargs: Any) -> None:
+        if pkg.name == "daemon_client":
+            drop_internal_bases(pkg)

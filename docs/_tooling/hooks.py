@@ -1,9 +1,11 @@
 """MkDocs hooks of the documentation site: pages made from repository files, and their links.
 
 - ``readme.md`` and ``changelog.md`` are the repository's README and CHANGELOG;
-- ``examples/index.md`` lists every file of ``examples/``, and ``examples/<name>.md`` shows one:
-  its docstring (or leading comment), a screenshot where there is one, and its whole source;
-  the Examples section of the navigation lists them in file order;
+- ``examples/<name>.md`` shows one file of ``examples/``: its docstring (or leading comment), a
+  screenshot where there is one, and its whole source. ``examples/index.md`` and the Examples
+  section of the navigation list the examples a reader runs (its Python modules), each with the
+  first paragraph of its docstring; the files they share (``_embedded.py``) and the scripts that
+  make the screenshots have pages too, listed under the table and not in the navigation;
 - a relative link is read from where its file lives in the repository and pointed at the page
   that shows the target on the site, so ``../README.md`` in ``docs/index.md`` and
   ``docs/guide.md`` in the README work both on the site and when browsing the repository.
@@ -40,10 +42,21 @@ FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)
 
 
 def example_files() -> list[Path]:
-    """The files of ``examples/`` the site shows, its Python modules and shell scripts, by
-    name; the helper modules (``_embedded.py``) last."""
+    """The files of ``examples/`` the site shows, its Python modules and shell scripts: the
+    examples a reader runs by name, then the files that support them by name."""
     shown = [path for path in EXAMPLES.iterdir() if path.suffix in {".py", ".sh"}]
-    return sorted(shown, key=lambda path: (path.name.startswith("_"), path.name))
+    return sorted(shown, key=lambda path: (not is_runnable_example(path), path.name))
+
+
+def is_runnable_example(path: Path) -> bool:
+    """Whether ``path`` is an example a reader runs: a Python module not named ``_*``; the
+    helper modules and the screenshot scripts support the examples."""
+    return path.suffix == ".py" and not path.name.startswith("_")
+
+
+def runnable_examples() -> list[Path]:
+    """The examples a reader runs, by name: the rows of the index and the navigation."""
+    return [path for path in example_files() if is_runnable_example(path)]
 
 
 def _description(path: Path) -> str:
@@ -95,7 +108,13 @@ def examples_index() -> str:
         "| Example | What it shows |",
         "| --- | --- |",
     ]
-    lines += [f"| [`{path.name}`]({path.stem}.md) | {_summary(path)} |" for path in example_files()]
+    lines += [f"| [`{path.name}`]({path.stem}.md) | {_summary(path)} |" for path in runnable_examples()]
+    lines += ["", "The files behind them:", ""]
+    lines += [
+        f"- [`{path.name}`]({path.stem}.md): {_summary(path)}"
+        for path in example_files()
+        if not is_runnable_example(path)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -150,21 +169,23 @@ def rewrite_links(markdown: str, src_uri: str) -> str:
 
 
 def on_config(config: MkDocsConfig, **kwargs: Any) -> MkDocsConfig:
-    """Lists every example under the Examples section of the navigation."""
+    """Lists the examples a reader runs under the Examples section of the navigation."""
     for item in config.nav or []:
         if isinstance(item, dict) and isinstance(item.get("Examples"), list):
-            item["Examples"] += [{path.name: f"examples/{path.stem}.md"} for path in example_files()]
+            item["Examples"] += [{path.name: f"examples/{path.stem}.md"} for path in runnable_examples()]
     return config
 
 
 def on_files(files: Files, config: MkDocsConfig, **kwargs: Any) -> Files:
-    from mkdocs.structure.files import File
+    from mkdocs.structure.files import File, InclusionLevel
 
     for page, shown in GENERATED.items():
         files.append(File.generated(config, page, content=(ROOT / shown).read_text(encoding="utf-8")))
     files.append(File.generated(config, "examples/index.md", content=examples_index()))
     for path in example_files():
-        files.append(File.generated(config, f"examples/{path.stem}.md", content=example_page(path)))
+        inclusion = InclusionLevel.UNDEFINED if is_runnable_example(path) else InclusionLevel.NOT_IN_NAV
+        uri = f"examples/{path.stem}.md"
+        files.append(File.generated(config, uri, content=example_page(path), inclusion=inclusion))
     return files
 
 

@@ -4,7 +4,9 @@
   ``daemon_client`` and ``daemon_client.testing`` once, and every class a documented attribute
   or property hands out;
 - every ```python block of the README and the guides compiles;
-- every ``dc.X`` / ``daemon_client.X`` name they mention exists.
+- every ``dc.X`` / ``daemon_client.X`` name they mention exists;
+- the README's command-line section has one usage line for every command, each naming only
+  options the parser has, in brackets exactly when they are optional.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -219,3 +222,103 @@ def test_the_request_table_is_the_one_the_declarations_make() -> None:
     assert page == tooling.render(page), "run python docs/_tooling/request_table.py"
     with pytest.raises(ValueError, match="markers"):
         tooling.render("# no table here\n")
+
+
+# ----------------------------------------------------------------------------- the README's command line
+
+COMMAND_SPAN = re.compile(r"`daemon-client ([^`]+)`")
+OPTION = re.compile(r"--[a-z][a-z-]*")
+
+
+def _command_line_section(readme: str) -> str:
+    """The text of the README's one ``## Command line`` section."""
+    assert readme.count("\n## Command line\n") == 1, "the README has one command-line section"
+    section = readme.split("\n## Command line\n", 1)[1]
+    return section.split("\n## ", 1)[0]
+
+
+def _runnable(parser: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """(command words, parser) of every command that runs (a group like ``config`` runs only
+    through its subcommands)."""
+    if path and parser.get_default("handler") is not None:
+        yield path, parser
+    for name, sub in parser.subcommands.items():
+        yield from _runnable(sub, (*path, name))
+
+
+def _usage_problems(readme: str) -> tuple[list[str], list[tuple[str, ...]], set[tuple[str, ...]]]:
+    """What the usage lines of the command-line section say that the parser does not; the
+    commands a usage line names on its own (once per line); every command a line names, on its
+    own or among alternatives (``terminals ls|new``)."""
+    from daemon_client.cli.main import build_parser
+
+    top = build_parser()
+    problems: list[str] = []
+    named: list[tuple[str, ...]] = []
+    covered: set[tuple[str, ...]] = set()
+    for usage in COMMAND_SPAN.findall(_command_line_section(readme)):
+        words = usage.split()
+        parsers = [((), top)]
+        while words and all(choice in parsers[0][1].subcommands for choice in words[0].split("|")):
+            choices = words.pop(0).split("|")
+            parsers = [((*path, choice), parser.subcommands[choice]) for path, parser in parsers for choice in choices]
+        if parsers[0][0] == ():
+            problems.append(f"`daemon-client {usage}`: no such command")
+            continue
+        if len(parsers) == 1:
+            named.append(parsers[0][0])
+        covered.update(path for path, _parser in parsers)
+        depth = 0
+        mentioned: set[str] = set()
+        for word in words:
+            for option in OPTION.findall(word):
+                mentioned.add(option)
+                optional = depth > 0 or word.count("[") > 0 or "|" in word
+                for path, parser in parsers:
+                    actions = {string: action for action in parser.recorded for string in action.option_strings}
+                    if option not in actions:
+                        problems.append(f"`daemon-client {usage}`: {' '.join(path)} has no {option}")
+                    elif not optional and not actions[option].required:
+                        problems.append(f"`daemon-client {usage}`: {option} is optional: write [{option} ...]")
+            depth += word.count("[") - word.count("]")
+        for _path, parser in parsers:
+            required = [
+                action.option_strings[0] for action in parser.recorded if action.required and action.option_strings
+            ]
+            problems += [
+                f"`daemon-client {usage}`: the required {option} is missing"
+                for option in required
+                if option not in mentioned
+            ]
+    return problems, named, covered
+
+
+def test_the_readme_command_line_section_agrees_with_the_parser() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    problems, named, covered = _usage_problems(readme)
+    assert problems == []
+    from daemon_client.cli.main import build_parser
+
+    commands = [path for path, _parser in _runnable(build_parser())]
+    missing = [" ".join(path) for path in commands if path not in covered]
+    assert missing == [], "give these commands a usage line in the README's command-line section"
+    repeated = sorted({" ".join(path) for path in named if named.count(path) > 1})
+    assert repeated == [], "one usage line per command: these have several"
+
+
+def test_the_command_line_check_catches_drift() -> None:
+    section = "x\n\n## Command line\n\n{}\n\n## Security\n"
+    assert _usage_problems(section.format("- `daemon-client run --provider P --cwd DIR PROMPT`"))[0] == [
+        "`daemon-client run --provider P --cwd DIR PROMPT`: --cwd is optional: write [--cwd ...]"
+    ]
+    assert _usage_problems(section.format("- `daemon-client run [--cwd DIR] PROMPT`"))[0] == [
+        "`daemon-client run [--cwd DIR] PROMPT`: the required --provider is missing"
+    ]
+    assert _usage_problems(section.format("- `daemon-client tail AGENT [--no-such]`"))[0] == [
+        "`daemon-client tail AGENT [--no-such]`: tail has no --no-such"
+    ]
+    assert _usage_problems(section.format("- `daemon-client nothing`"))[0] == [
+        "`daemon-client nothing`: no such command"
+    ]
+    twice = section.format("- `daemon-client tail AGENT`\n- `daemon-client tail AGENT [--history N]`")
+    assert _usage_problems(twice)[1] == [("tail",), ("tail",)]
