@@ -89,6 +89,18 @@ class TextAttachment:
         return _drop_none({"type": "text", "mimeType": "text/plain", "title": self.title, "text": self.text})
 
 
+def _check_forge_item(item: Any, optional: tuple[str, ...]) -> None:
+    """A forge item's fields (a pull request or an issue): a positive ``number``, a ``title``
+    (may be blank), a ``url`` and a ``forge``, and the ``optional`` texts."""
+    name = type(item).__name__
+    _positive(item.number, f"{name}.number")
+    _text(item.title, f"{name}.title", blank=True)
+    _text(item.url, f"{name}.url")
+    _text(item.forge, f"{name}.forge")
+    for field in optional:
+        _optional_text(getattr(item, field), f"{name}.{field}")
+
+
 @attrs.frozen
 class ChangeRequestAttachment:
     """A pull (or merge) request as context (``forge_change_request``). ``forge`` defaults to
@@ -104,12 +116,7 @@ class ChangeRequestAttachment:
     head_ref_name: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        _positive(self.number, "ChangeRequestAttachment.number")
-        _text(self.title, "ChangeRequestAttachment.title", blank=True)
-        _text(self.url, "ChangeRequestAttachment.url")
-        _text(self.forge, "ChangeRequestAttachment.forge")
-        for name in ("body", "project_path", "base_ref_name", "head_ref_name"):
-            _optional_text(getattr(self, name), f"ChangeRequestAttachment.{name}")
+        _check_forge_item(self, ("body", "project_path", "base_ref_name", "head_ref_name"))
 
     def to_wire(self) -> dict[str, Any]:
         return _drop_none({
@@ -131,12 +138,7 @@ class IssueAttachment:
     project_path: str | None = None
 
     def __attrs_post_init__(self) -> None:
-        _positive(self.number, "IssueAttachment.number")
-        _text(self.title, "IssueAttachment.title", blank=True)
-        _text(self.url, "IssueAttachment.url")
-        _text(self.forge, "IssueAttachment.forge")
-        for name in ("body", "project_path"):
-            _optional_text(getattr(self, name), f"IssueAttachment.{name}")
+        _check_forge_item(self, ("body", "project_path"))
 
     def to_wire(self) -> dict[str, Any]:
         return _drop_none({
