@@ -1,5 +1,5 @@
 """Fixtures of the command-line tests: ``cli`` starts ``daemon-client`` in a subprocess; ``fake``
-is a capable fake daemon on a loopback port."""
+is a capable fake daemon on a loopback port; ``serve(kind)`` one of the given host kind."""
 
 from __future__ import annotations
 
@@ -38,3 +38,15 @@ def fake() -> Iterator[FakeDaemon]:
     with FakeDaemon(host_kind=dc.HostKind.CAPABLE) as daemon:
         daemon.serve()
         yield daemon
+
+
+@pytest.fixture
+def serve(fakes: Callable[..., FakeDaemon]) -> Callable[[str], FakeDaemon]:
+    """``serve(kind)``: a fake daemon of that host kind on a loopback port, closed after the test."""
+
+    def make(kind: str) -> FakeDaemon:
+        daemon = fakes(kind)
+        daemon.serve()
+        return daemon
+
+    return make

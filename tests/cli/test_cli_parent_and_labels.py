@@ -5,11 +5,10 @@ links or workspace labels. In the test process against the fake daemon on loopba
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
-import daemon_client as dc
 from daemon_client.protocol.agents import PARENT_AGENT_ID_LABEL
 from daemon_client.testing import FakeDaemon
 
@@ -19,28 +18,13 @@ CREATES = ("create_agent_request", "agent.create.request")
 SET = "workspace.label.assignment.set.request"
 
 
-@pytest.fixture
-def served() -> Iterator[Callable[[str], FakeDaemon]]:
-    made: list[FakeDaemon] = []
-
-    def make(kind: str) -> FakeDaemon:
-        daemon = FakeDaemon(host_kind=dc.HostKind(kind))
-        made.append(daemon)
-        daemon.serve()
-        return daemon
-
-    yield make
-    for daemon in made:
-        daemon.close()
-
-
 def _creates(fake: FakeDaemon) -> list[dict[str, object]]:
     return [dict(frame["message"]) for frame in fake.received if frame.message_type in CREATES]
 
 
 @pytest.mark.parametrize("kind", ["capable", "selective"])
-def test_run_with_a_parent_creates_a_child_of_it(served: Callable[[str], FakeDaemon], kind: str) -> None:
-    fake = served(kind)
+def test_run_with_a_parent_creates_a_child_of_it(serve: Callable[[str], FakeDaemon], kind: str) -> None:
+    fake = serve(kind)
     lead = str(fake.agents.upsert(title="Lead", provider="mock")["id"])
     code, out = run(["run", "--url", fake.url, "--provider", "mock/x", "--parent", "Lead", "-q", "Go"])
     assert (code, out) == (0, "The answer is 42.\n")
@@ -51,9 +35,9 @@ def test_run_with_a_parent_creates_a_child_of_it(served: Callable[[str], FakeDae
 
 
 def test_run_with_a_parent_on_an_old_daemon_creates_nothing(
-    served: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str]
+    serve: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fake = served("broadcast")
+    fake = serve("broadcast")
     fake.agents.upsert(title="Lead", provider="mock")
     assert run(["run", "--url", fake.url, "--provider", "mock/x", "--parent", "Lead", "Go"]) == (1, "")
     assert "create agents with a parent" in capsys.readouterr().err
@@ -62,16 +46,16 @@ def test_run_with_a_parent_on_an_old_daemon_creates_nothing(
 
 
 def test_run_with_an_unknown_parent_is_status_1(
-    served: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str]
+    serve: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fake = served("capable")
+    fake = serve("capable")
     assert run(["run", "--url", fake.url, "--provider", "mock/x", "--parent", "nobody", "Go"])[0] == 1
     assert "no agent 'nobody'" in capsys.readouterr().err
     assert _creates(fake) == []
 
 
-def test_workspace_label_assigns_and_removes(served: Callable[[str], FakeDaemon]) -> None:
-    fake = served("capable")
+def test_workspace_label_assigns_and_removes(serve: Callable[[str], FakeDaemon]) -> None:
+    fake = serve("capable")
     workspace = str(fake.workspaces.open("/home/dev/projects/demo")["id"])
     assert run(["workspaces", "label", "--url", fake.url, workspace, "Review"]) == (0, "Review\n")
     code, out = run(["workspaces", "label", "--url", fake.url, workspace, "Needs design", "--color", "amber", "--json"])
@@ -93,17 +77,17 @@ def test_workspace_label_assigns_and_removes(served: Callable[[str], FakeDaemon]
 
 @pytest.mark.parametrize("kind", ["selective", "broadcast"])
 def test_workspace_label_on_a_daemon_without_labels_sends_nothing(
-    served: Callable[[str], FakeDaemon], kind: str, capsys: pytest.CaptureFixture[str]
+    serve: Callable[[str], FakeDaemon], kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fake = served(kind)
+    fake = serve(kind)
     workspace = str(fake.workspaces.open("/home/dev/projects/demo")["id"])
     assert run(["workspaces", "label", "--url", fake.url, workspace, "Review"]) == (1, "")
     assert "assign workspace labels" in capsys.readouterr().err
     assert not [frame for frame in fake.received if frame.message_type == SET]
 
 
-def test_workspace_label_refusals(served: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str]) -> None:
-    fake = served("capable")
+def test_workspace_label_refusals(serve: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str]) -> None:
+    fake = serve("capable")
     workspace = str(fake.workspaces.open("/home/dev/projects/demo")["id"])
     assert run(["workspaces", "label", "--url", fake.url, workspace, "Review", "--remove", "--color", "red"])[0] == 2
     assert "--color applies to assigning" in capsys.readouterr().err

@@ -14,16 +14,6 @@ from ..conftest import KINDS
 from .cli_inprocess import run
 
 
-@pytest.fixture
-def serve(fakes: Callable[..., FakeDaemon]) -> Callable[[str], FakeDaemon]:
-    def make(kind: str) -> FakeDaemon:
-        fake = fakes(kind)
-        fake.serve()
-        return fake
-
-    return make
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_config_get_and_set(serve: Callable[[str], FakeDaemon], capsys: pytest.CaptureFixture[str], kind: str) -> None:
     fake = serve(kind)

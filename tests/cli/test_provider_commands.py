@@ -16,16 +16,6 @@ from ..conftest import KINDS
 from .cli_inprocess import run
 
 
-@pytest.fixture
-def serve(fakes: Callable[..., FakeDaemon]) -> Callable[[str], FakeDaemon]:
-    def make(kind: str) -> FakeDaemon:
-        fake = fakes(kind)
-        fake.serve()
-        return fake
-
-    return make
-
-
 def _drafts(fake: FakeDaemon) -> list[object]:
     return [f["message"].get("draftConfig") for f in fake.received if f.message_type == "list_commands_request"]
 
