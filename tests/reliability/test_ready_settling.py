@@ -53,6 +53,22 @@ def _internal_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
 
 
+Watched = tuple[dc.Client, list[BaseException]]
+
+
+@pytest.fixture
+def watched(
+    fakes: Callable[..., FakeDaemon], make_client: Callable[..., dc.Client], caplog: pytest.LogCaptureFixture
+) -> Watched:
+    """A client (not connected yet) of a capable fake with agent ``a1``, and the callback errors it
+    reports; ERROR records of the client are captured for :func:`_internal_errors`."""
+    caplog.set_level(logging.ERROR, logger="daemon_client")
+    fake = fakes("capable")
+    fake.agents.upsert("a1", title="one")
+    errors: list[BaseException] = []
+    return make_client(fake, on_callback_error=errors.append), errors
+
+
 STRUCTURES: dict[str, Subscribe] = {
     "terminal-directory": _terminal_directory,
     "timeline": _timeline,
@@ -63,16 +79,9 @@ STRUCTURES: dict[str, Subscribe] = {
 
 @pytest.mark.parametrize("structure", sorted(STRUCTURES))
 def test_a_cancelled_ready_future_is_left_alone_when_the_acknowledgement_arrives(
-    fakes: Callable[..., FakeDaemon],
-    make_client: Callable[..., dc.Client],
-    structure: str,
-    caplog: pytest.LogCaptureFixture,
+    watched: Watched, structure: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="daemon_client")
-    fake = fakes("capable")
-    fake.agents.upsert("a1", title="one")
-    errors: list[BaseException] = []
-    client = make_client(fake, on_callback_error=errors.append)
+    client, errors = watched
     before = live_threads()
     sub = STRUCTURES[structure](client)
     assert sub.ready.cancel()
@@ -92,16 +101,9 @@ def test_a_cancelled_ready_future_is_left_alone_when_the_acknowledgement_arrives
 @pytest.mark.usefixtures("fast_switching")
 @pytest.mark.parametrize("structure", sorted(STRUCTURES))
 def test_releasing_while_the_first_push_arrives_never_reports_an_internal_error(
-    fakes: Callable[..., FakeDaemon],
-    make_client: Callable[..., dc.Client],
-    structure: str,
-    caplog: pytest.LogCaptureFixture,
+    watched: Watched, structure: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="daemon_client")
-    fake = fakes("capable")
-    fake.agents.upsert("a1", title="one")
-    errors: list[BaseException] = []
-    client = make_client(fake, on_callback_error=errors.append)
+    client, errors = watched
     client.connect()
     subscribe = STRUCTURES[structure]
     barrier = threading.Barrier(4)
