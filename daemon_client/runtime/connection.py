@@ -34,7 +34,15 @@ from daemon_client.protocol.replies import CLOSE_RELEASE_TIMEOUT, reply_for
 from daemon_client.runtime.dispatch import Dispatcher
 from daemon_client.runtime.handshake import Failure
 from daemon_client.runtime.heartbeat import HeartbeatMonitor
-from daemon_client.runtime.link import CLOSE_GRACE, CloseHook, DisconnectHook, Hooks, Link, RestoreHook
+from daemon_client.runtime.link import (
+    CLOSE_GRACE,
+    STUCK_WRITE_GRACE,
+    CloseHook,
+    DisconnectHook,
+    Hooks,
+    Link,
+    RestoreHook,
+)
 from daemon_client.runtime.options import ConnectionOptions
 from daemon_client.runtime.requests import ReplyFuture, RequestTable, SettleHook
 from daemon_client.runtime.supervisor import Supervisor
@@ -160,8 +168,9 @@ class Connection:
         """Close for good: stop reconnecting, close the socket (1000), fail pending work.
 
         Returns within ``timeout``: releases are awaited for at most half of it, the socket
-        is aborted at once if a write is stuck, and the joins share what is left. A second
-        call waits (within its own timeout) for the first one to finish.
+        is aborted when a write in progress does not end within ``STUCK_WRITE_GRACE`` (a
+        daemon that stopped reading), and the joins share what is left. A second call waits
+        (within its own timeout) for the first one to finish.
         """
         deadline = time.monotonic() + max(0.0, timeout)
         self._release_for_close(min(CLOSE_RELEASE_TIMEOUT, timeout / 2))
@@ -180,9 +189,13 @@ class Connection:
         link.wake.set()
         self._heartbeat.stop()
         if sock is not None:
-            # What was queued (a permission answer, say) and the close frame get CLOSE_GRACE;
-            # a write in progress may be stuck (a daemon that stopped reading): abort at once.
-            if writer is not None and writer.finish((1000, "Client closed"), flush=True):
+            # What was queued (a permission answer, say) and the close frame get CLOSE_GRACE.
+            # A write in progress may only be finishing (its frame is out) or stuck on a daemon
+            # that stopped reading: it gets STUCK_WRITE_GRACE, then the socket is aborted.
+            if writer is not None and (
+                writer.finish((1000, "Client closed"), flush=True)
+                or writer.wait_current_write(min(STUCK_WRITE_GRACE, deadline - time.monotonic()))
+            ):
                 writer.join(min(CLOSE_GRACE, deadline - time.monotonic()))
             sock.transport.abort()
         self._requests.fail_all(lambda _e: ClientClosed("Daemon client closed"))

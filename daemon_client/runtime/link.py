@@ -41,6 +41,9 @@ DisconnectHook = Callable[[], None]
 CLOSE_GRACE = 1.0
 """Seconds the writer gets to write a close frame before the socket is aborted anyway."""
 
+STUCK_WRITE_GRACE = 0.1
+"""Seconds a write in progress at ``close()`` gets to end before it is taken as stuck."""
+
 
 class Hooks(Record):
     """One observation family's connection hooks (see ``Connection.add_hooks``); never changed

@@ -83,6 +83,7 @@ class Writer:
         self._finishing = False  # no more text frames: write what is left (control, close), then end
         self._close: tuple[int, str] | None = None  # the client's close frame, written last
         self._busy_since: float | None = None  # when the write in progress began
+        self._writes_done = 0  # writes finished (or failed): tells one write from the next
         self._watchdog: Timer | None = None
         self._ended = False
         self._inline = False  # a caller is writing inline (see send): the writer thread waits
@@ -135,9 +136,10 @@ class Writer:
             with self._cond:
                 self._inline = False
                 self._busy_since = None
+                self._writes_done += 1
                 if tail is not None and failed is None:
                     self._queue.appendleft(_Tail(tail))  # the rest of this frame goes first
-                self._cond.notify()
+                self._cond.notify_all()  # the writer thread and a close waiting for this write
         if failed is not None:
             self._log.debug("write failed: %s", preview(str(failed), 200))
             self._transport.abort()  # the reader sees the socket end and reports it
@@ -172,6 +174,16 @@ class Writer:
                 self._close = close
             self._cond.notify()
             return self._busy_since is None
+
+    def wait_current_write(self, timeout: float) -> bool:
+        """Wait (bounded) for the write in progress, if any, to end; True if it has (or none
+        was in progress). A write that is only finishing (its frame is out, its bookkeeping
+        not yet done) ends at once; one stalled on a daemon that stopped reading does not."""
+        with self._cond:
+            if self._busy_since is None or self._ended:
+                return True
+            seen = self._writes_done
+            return self._cond.wait_for(lambda: self._writes_done != seen or self._ended, max(0.0, timeout))
 
     def join(self, timeout: float) -> bool:
         """Wait (bounded) for the thread to end; True if it has (or never started). A start
@@ -232,6 +244,8 @@ class Writer:
                 finally:
                     with self._cond:
                         self._busy_since = None
+                        self._writes_done += 1
+                        self._cond.notify_all()  # a close waiting for this write (wait_current_write)
         finally:
             with self._cond:
                 self._ended = True
@@ -240,6 +254,7 @@ class Writer:
                 self._queue.clear()
                 self._queued_chars = 0
                 watchdog, self._watchdog = self._watchdog, None
+                self._cond.notify_all()
             if watchdog is not None:
                 watchdog.cancel()
 

@@ -166,3 +166,33 @@ def test_joining_while_another_thread_starts_the_writer_waits_for_it(timers) -> 
     finally:
         sys.setswitchinterval(previous)
     assert errors == []
+
+
+def test_a_write_that_ends_just_after_finish_still_lets_the_close_frame_out(timers) -> None:
+    """Regression: ``close()`` took a write that was only finishing (its frame out, the writer's
+    bookkeeping not yet done) for a stuck one and aborted the socket instead of closing it."""
+    transport = GatedTransport(block_on="last")
+    writer = _writer(transport, timers)
+    writer.start()
+    writer.send("last")
+    assert transport.blocked.wait(5)
+    assert writer.finish((1000, "bye"), flush=True) is False  # a write is in progress
+    threading.Timer(0.01, transport.gate.set).start()
+    assert writer.wait_current_write(5)
+    assert writer.join(5)
+    assert transport.written == ["last", (1000, "bye")]
+    assert not transport.aborted.is_set()
+
+
+def test_waiting_for_a_stuck_write_ends_at_its_timeout(timers) -> None:
+    transport = GatedTransport(block_on="stuck")
+    writer = _writer(transport, timers)
+    writer.start()
+    writer.send("stuck")
+    assert transport.blocked.wait(5)
+    writer.finish((1000, "bye"))
+    assert writer.wait_current_write(0.01) is False
+    assert writer.wait_current_write(0) is False
+    transport.abort()
+    assert writer.join(5)
+    assert writer.wait_current_write(0)  # nothing in progress once it ended
