@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from daemon_client.discovery import RelayTarget as RelayTarget
     from daemon_client.discovery import Resolution as Resolution
     from daemon_client.discovery import TargetKind as TargetKind
+    from daemon_client.discovery.failover import Probe as Probe
+    from daemon_client.discovery.profiles import Host as Host
+    from daemon_client.discovery.profiles import HostConnection as HostConnection
     from daemon_client.errors import AgentCreateError as AgentCreateError
     from daemon_client.errors import AuthenticationError as AuthenticationError
     from daemon_client.errors import CallbackError as CallbackError
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
     from daemon_client.errors import ProvidersNotReady as ProvidersNotReady
     from daemon_client.errors import RequestTimeout as RequestTimeout
     from daemon_client.errors import RpcError as RpcError
+    from daemon_client.errors import ServerMismatch as ServerMismatch
     from daemon_client.errors import SubscriptionReleased as SubscriptionReleased
     from daemon_client.errors import TerminalExited as TerminalExited
     from daemon_client.errors import UnknownConfigKeys as UnknownConfigKeys
@@ -209,6 +213,7 @@ _LAZY: dict[str, str] = {
     "InsecureCredentials": "daemon_client.errors",
     "NotConnected": "daemon_client.errors",
     "PairingError": "daemon_client.errors",
+    "ServerMismatch": "daemon_client.errors",
     "Notification": "daemon_client.protocol.timeline",
     "Page": "daemon_client.protocol.directory",
     "PageInfo": "daemon_client.protocol.directory",
@@ -233,6 +238,9 @@ _LAZY: dict[str, str] = {
     "ReconnectPolicy": "daemon_client.config",
     "RelayStats": "daemon_client.transport.relay",
     "RelayTarget": "daemon_client.discovery",
+    "Host": "daemon_client.discovery.profiles",
+    "HostConnection": "daemon_client.discovery.profiles",
+    "Probe": "daemon_client.discovery.failover",
     "Replacement": "daemon_client.protocol.timeline",
     "RequestTimeout": "daemon_client.errors",
     "Resolution": "daemon_client.discovery",

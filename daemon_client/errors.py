@@ -148,6 +148,18 @@ class PairingError(DaemonClientError):
     """
 
 
+class ServerMismatch(ConnectionLost):
+    """A host's connection reached a daemon with another ``serverId`` than the host's (a stale
+    address, or a daemon pretending to be another): the connection is refused, never merged.
+    ``expected`` and ``found`` are the two ``serverId`` values; ``connection`` the one refused."""
+
+    def __init__(self, message: str, *, expected: str, found: str, connection: str) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.found = found
+        self.connection = connection
+
+
 class MissingExtra(DaemonClientError, ImportError):
     """A feature needs an optional dependency that is not installed; the message names the
     extra to install (e.g. ``pip install 'daemon-client[relay]'``)."""

@@ -8,6 +8,7 @@ thread, not the callback thread). Callbacks run on the callback thread chosen by
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import ssl
@@ -18,17 +19,18 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.client.credentials import check_auth_header, plan_credentials
+from daemon_client.client.credentials import check_auth_header
+from daemon_client.client.dialing import PROBE_TIMEOUT, plan_dialing, probe_lazily, traced_routes
 from daemon_client.client.namespaces import Namespaces
+from daemon_client.client.switches import ConnectionListener, ConnectionListeners
 from daemon_client.config import (
     DEFAULT_APP_VERSION,
     TRACE_ENV,
     Heartbeat,
     ReconnectPolicy,
     check_app_version,
-    password_from_env,
 )
-from daemon_client.discovery import RelayTarget, Resolution, TargetKind, TargetSource, resolve
+from daemon_client.discovery import RelayTarget, Resolution
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionPong
@@ -54,8 +56,9 @@ if TYPE_CHECKING:  # the relay, the wire trace and random (reconnects) are impor
     from daemon_client.api.providers.namespace import ProvidersNamespace
     from daemon_client.api.terminals.namespace import TerminalsNamespace
     from daemon_client.api.workspaces.namespace import WorkspacesNamespace
+    from daemon_client.discovery.profiles import Host, HostConnection
     from daemon_client.subscriptions.flow import ClientStats
-    from daemon_client.transport.relay import RelayStats, RelayTransportFactory
+    from daemon_client.transport.relay import RelayStats
     from daemon_client.transport.trace import TraceTarget, WireTrace
 
 
@@ -135,7 +138,7 @@ class Client:
 
     def __init__(
         self,
-        url: str | RelayTarget | None = None,
+        url: str | RelayTarget | Host | None = None,
         *,
         password: str | None = None,
         client_id: str | None = None,
@@ -171,31 +174,32 @@ class Client:
             self._log.warning("%s", warning)
         self._name = next_name("daemon-client")
         proxies = proxy_policy(proxy)
-        resolution = resolve(url or None)
-        factory: Callable[[], Transport] = transport_factory or WebSocketTransport
-        password = password_from_env(password if password is not None else resolution.target.password)
-        self._relay: RelayTransportFactory | None = None
-        relay = resolution.target.relay
-        if relay is not None:
-            from daemon_client.transport.relay import RelayTransportFactory
-
-            self._relay = factory = RelayTransportFactory(
-                factory, relay.daemon_public_key, logger=self._log.getChild("relay")
-            )
-            if password is not None:
-                self._log.info("the password is not sent through the relay: the pairing offer is the credential")
-                password = None
-        self._targets = TargetSource(resolution, resolve, self._log.getChild("discovery"))
         auth_header = check_auth_header(auth_header)
-        target = resolution.target
-        credentials = plan_credentials(
-            target.ws_url if target.kind is TargetKind.TCP else "ws://localhost/ws",  # a socket is this machine
+        factory: Callable[[], Transport] = transport_factory or WebSocketTransport
+        probe_options: dict[str, Any] = {
+            "password": password,
+            "transport_factory": transport_factory,
+            "ssl_context": ssl_context,
+            "auth_header": auth_header,
+            "allow_insecure_credentials": allow_insecure_credentials,
+            "app_version": app_version,
+            "max_frame_bytes": max_frame_bytes,
+            "proxy": proxy,
+        }
+        dialing = plan_dialing(
+            url,
+            password=password,
+            transport_factory=factory,
             ssl_context=ssl_context,
-            has_credentials=bool(password or auth_header),
+            auth_header=auth_header,
             allow_insecure_credentials=allow_insecure_credentials,
+            logger=self._log,
+            prober=functools.partial(probe_lazily, **probe_options),
+            probe_timeout=min(connect_timeout, PROBE_TIMEOUT),
         )
-        if credentials.warning:
-            self._log.warning("%s", credentials.warning)
+        self._dialing = dialing
+        self._targets = dialing.targets
+        password = dialing.password
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
         self._request_timeout = request_timeout
         self._dispatcher = Dispatcher(
@@ -213,28 +217,35 @@ class Client:
         if password and auth_header:
             self._log.debug("a password is set: auth_header is not sent")
         self._trace: WireTrace | None = None
+        routes = dialing.routes
         if trace is not None or os.environ.get(TRACE_ENV):
             from daemon_client.transport.trace import open_trace
 
             self._trace = open_trace(  # last: it starts a writer thread
-                trace, secrets=(password, auth_header), binary_payloads=trace_binary
+                trace, secrets=dialing.secrets, binary_payloads=trace_binary
             )
+        first = dialing.route
+        factory = first.transport_factory
+        if self._trace is not None:
+            factory = self._trace.wrap(factory)
+            routes = traced_routes(dialing, self._trace.wrap)
         options = ConnectionOptions(
             targets=self._targets,
             client_id=self._client_id,
             app_version=app_version,
-            password=password,
+            password=first.password,
             connect_timeout=connect_timeout,
             reconnect=reconnect or ReconnectPolicy(),
             heartbeat=heartbeat or Heartbeat(),
-            transport_factory=factory if self._trace is None else self._trace.wrap(factory),
+            transport_factory=factory,
             ssl_context=ssl_context,
             max_frame_bytes=max_frame_bytes,
             rng=rng,
             auth_header=auth_header,
-            insecure_refusal=credentials.refusal,
+            insecure_refusal=first.insecure_refusal,
             thread_cpu=thread_cpu,
             proxy=proxies,
+            routes=routes,
         )
         self._connection = Connection(
             options,
@@ -253,6 +264,8 @@ class Client:
             request_timeout=request_timeout,
         )
         self._namespaces = Namespaces(self._context, self._connection, self._pushes)
+        self._connection_listeners = ConnectionListeners(self._dispatcher.post_in_order)
+        self._targets.add_switch_listener(self._connection_listeners.notify)
 
     @property
     def agents(self) -> AgentsNamespace:
@@ -342,8 +355,28 @@ class Client:
 
     @property
     def relay_stats(self) -> RelayStats | None:
-        """Counters of the end-to-end-encrypted relay sockets; ``None`` for a direct connection."""
-        return self._relay.stats if self._relay is not None else None
+        """Counters of the end-to-end-encrypted relay sockets; ``None`` while no relay was used."""
+        return self._dialing.relays.stats()
+
+    @property
+    def host(self) -> Host | None:
+        """The :class:`Host` this client was made for (with its ``serverId`` once learned);
+        ``None`` for a client of one address."""
+        return self._targets.host
+
+    @property
+    def active_connection(self) -> HostConnection | None:
+        """The host connection the live session uses; ``None`` while not connected, and for a
+        client of one address."""
+        return self._targets.active
+
+    def on_connection_change(self, callback: ConnectionListener) -> Callable[[], None]:
+        """A host's client: call ``callback(previous, current, reason)`` on the callback thread
+        whenever a session starts on another connection than the last one (the first included,
+        with ``previous=None``); ``reason`` says why (``the preferred connection answered``,
+        ``failover: direct:… was lost (…)``). Returns a function that removes it. For a client of
+        one address it is never called."""
+        return self._connection_listeners.add(callback)
 
     @property
     def client_id(self) -> str:
@@ -445,7 +478,7 @@ class Client:
         return f"<Client {self.url} {self.state.value}>"
 
 
-def connect(url: str | RelayTarget | None = None, *, timeout: float | None = None, **options: Any) -> Client:
+def connect(url: str | RelayTarget | Host | None = None, *, timeout: float | None = None, **options: Any) -> Client:
     """Create a :class:`Client`, connect it, and return it (use it as a context manager)."""
     client = Client(url, **options)
     try:

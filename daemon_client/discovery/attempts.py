@@ -13,9 +13,52 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from daemon_client.discovery.hosts import DaemonTarget
 from daemon_client.discovery.resolve import Resolution
+from daemon_client.errors import ServerMismatch
+
+if TYPE_CHECKING:
+    from daemon_client.discovery.failover import SwitchListener
+    from daemon_client.discovery.profiles import Host, HostConnection
+
+
+class Targets(Protocol):
+    """What the connection asks of where it connects: one address (:class:`TargetSource`) or
+    a host's several connections (:class:`~daemon_client.discovery.failover.HostTargets`)."""
+
+    @property
+    def current(self) -> DaemonTarget: ...
+
+    @property
+    def resolution(self) -> Resolution: ...
+
+    def next(self) -> DaemonTarget:
+        """Reader thread, before an attempt: the target to dial. Never raises for a failed lookup."""
+
+    def round_left(self) -> bool:
+        """Reader thread, after a failed attempt: another target is to be tried at once."""
+
+    def failed(self, reason: str) -> None:
+        """Reader thread: the attempt or session on the current target ended."""
+
+    def admit(self, server_id: str) -> ServerMismatch | None:
+        """Reader thread, at a handshake: ``None`` if this daemon may be used, else the refusal."""
+
+    def cancel(self) -> None:
+        """Any thread, at ``close()``: end any lookup in progress."""
+
+    @property
+    def host(self) -> Host | None:
+        """The host profile (``serverId`` learned included); ``None`` for one address."""
+
+    @property
+    def active(self) -> HostConnection | None:
+        """The host connection of the live session; ``None`` for one address."""
+
+    def add_switch_listener(self, listener: SwitchListener) -> None:
+        """Call ``listener(previous, current, reason)`` (reader thread) when the connection changes."""
 
 
 class TargetSource:
@@ -57,6 +100,29 @@ class TargetSource:
         if found.target != previous.target:
             self._log.info("daemon moved: %s -> %s (%s)", previous.target.url, found.target.url, found.reason)
         return found.target
+
+    def round_left(self) -> bool:
+        return False  # one address: a failed attempt waits for the backoff
+
+    def failed(self, reason: str) -> None:
+        pass
+
+    def admit(self, server_id: str) -> ServerMismatch | None:
+        return None  # any daemon at the address is the one asked for
+
+    def cancel(self) -> None:
+        pass
+
+    @property
+    def host(self) -> Host | None:
+        return None
+
+    @property
+    def active(self) -> HostConnection | None:
+        return None
+
+    def add_switch_listener(self, listener: SwitchListener) -> None:
+        pass  # one address: the connection never changes
 
     def __repr__(self) -> str:
         return f"<TargetSource {self.current.url}{' (explicit)' if self._lookup is None else ''}>"

@@ -187,6 +187,7 @@ class Connection:
             link.closed.wait(max(0.0, deadline - time.monotonic()))
             return
         link.wake.set()
+        self._opts.targets.cancel()  # a host's probes in progress end now
         self._heartbeat.stop()
         if sock is not None:
             # What was queued (a permission answer, say) and the close frame get CLOSE_GRACE.

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from daemon_client._values import Record
 from daemon_client.config import Heartbeat, ReconnectPolicy
-from daemon_client.discovery import TargetSource
+from daemon_client.discovery import DaemonTarget, Targets
 from daemon_client.transport.base import Transport
 
 if TYPE_CHECKING:
@@ -20,10 +20,30 @@ if TYPE_CHECKING:
     from daemon_client.transport.proxy import ProxyPolicy
 
 
+class Route(Record):
+    """How one target is dialled: its transport factory and credentials (never in the repr)."""
+
+    __slots__ = ("insecure_refusal", "password", "transport_factory")
+    _unshown = frozenset({"password"})
+
+    transport_factory: Callable[[], Transport]
+    password: str | None
+    insecure_refusal: str | None
+    """When set, every attempt fails with ``InsecureCredentials(insecure_refusal)`` before connecting."""
+
+    def __init__(
+        self, transport_factory: Callable[[], Transport], password: str | None, insecure_refusal: str | None = None
+    ) -> None:
+        self.transport_factory = transport_factory
+        self.password = password
+        self.insecure_refusal = insecure_refusal
+
+
 class ConnectionOptions(Record):
     """What the supervisor needs to open connections (the credentials never in the repr)."""
 
     __slots__ = (
+        "_default_route",
         "app_version",
         "auth_header",
         "client_id",
@@ -35,14 +55,15 @@ class ConnectionOptions(Record):
         "proxy",
         "reconnect",
         "rng",
+        "routes",
         "ssl_context",
         "targets",
         "thread_cpu",
         "transport_factory",
     )
-    _unshown = frozenset({"password", "auth_header"})
+    _unshown = frozenset({"password", "auth_header", "_default_route"})
 
-    targets: TargetSource
+    targets: Targets
     """Where to connect; looked up again before every attempt when the daemon was discovered."""
     client_id: str
     app_version: str
@@ -61,10 +82,13 @@ class ConnectionOptions(Record):
     """The CPU the reader and writer threads run on (see :mod:`daemon_client.runtime.affinity`)."""
     proxy: ProxyPolicy | None
     """Which HTTP proxy each connection goes through (``Client(proxy=...)``); ``None``: none."""
+    routes: Callable[[DaemonTarget], Route] | None
+    """The route of each target (a host's connections differ); ``None``: the fields above."""
+    _default_route: Route
 
     def __init__(  # noqa: PLR0917 - every field may be passed by position
         self,
-        targets: TargetSource,
+        targets: Targets,
         client_id: str,
         app_version: str,
         password: str | None,
@@ -79,6 +103,7 @@ class ConnectionOptions(Record):
         insecure_refusal: str | None = None,
         thread_cpu: int | None = None,
         proxy: ProxyPolicy | None = None,
+        routes: Callable[[DaemonTarget], Route] | None = None,
     ) -> None:
         self.targets = targets
         self.client_id = client_id
@@ -95,6 +120,12 @@ class ConnectionOptions(Record):
         self.insecure_refusal = insecure_refusal
         self.thread_cpu = thread_cpu
         self.proxy = proxy
+        self.routes = routes
+        self._default_route = Route(transport_factory, password, insecure_refusal)
+
+    def route(self, target: DaemonTarget) -> Route:
+        """Reader thread, before an attempt: how ``target`` is dialled."""
+        return self._default_route if self.routes is None else self.routes(target)
 
     @property
     def write_stall_limit(self) -> float:

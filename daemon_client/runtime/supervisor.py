@@ -24,7 +24,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.discovery import DaemonTarget, TargetKind
-from daemon_client.errors import ClientClosed, ConnectionLost, ConnectTimeout, InsecureCredentials, ProtocolError
+from daemon_client.errors import (
+    ClientClosed,
+    ConnectionLost,
+    ConnectTimeout,
+    InsecureCredentials,
+    ProtocolError,
+)
 from daemon_client.protocol.codec import (
     MalformedFrame,
     decode_frame,
@@ -46,7 +52,7 @@ from daemon_client.runtime.handshake import (
 )
 from daemon_client.runtime.heartbeat import HeartbeatMonitor
 from daemon_client.runtime.link import CLOSE_GRACE, Link, Socket
-from daemon_client.runtime.options import ConnectionOptions
+from daemon_client.runtime.options import ConnectionOptions, Route
 from daemon_client.runtime.requests import PendingRequest, RequestTable, settle
 from daemon_client.runtime.writer import Writer
 from daemon_client.state import ConnectionState
@@ -97,8 +103,18 @@ class Supervisor:
         self._on_push = on_push
         self._log = link.log
         self._frame_log = link.log.getChild("frames")
-        self._headers, self._subprotocols = auth_carriers(options.password, options.auth_header)
-        self._hello_text = encode_hello(build_hello(options.client_id, options.app_version, options.password))
+        self._route = options.route(options.targets.current)
+        self._credentials: dict[int, tuple[Route, dict[str, str], tuple[str, ...], str]] = {}
+        self._headers, self._subprotocols, self._hello_text = self._carriers(self._route)
+
+    def _carriers(self, route: Route) -> tuple[dict[str, str], tuple[str, ...], str]:
+        """Reader thread: the upgrade headers, subprotocols and ``hello`` of ``route``, built once each."""
+        known = self._credentials.get(id(route))
+        if known is None or known[0] is not route:
+            headers, subprotocols = auth_carriers(route.password, self._opts.auth_header)
+            hello = encode_hello(build_hello(self._opts.client_id, self._opts.app_version, route.password))
+            known = self._credentials[id(route)] = (route, headers, subprotocols, hello)
+        return known[1], known[2], known[3]
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -132,6 +148,7 @@ class Supervisor:
                     return
                 link.set_state_locked(ConnectionState.CONNECTING, f"attempt {attempt}")
             failure, connected_for = self._run_once()
+            self._opts.targets.failed(str(failure.error) or type(failure.error).__name__)
             self._heartbeat.stop()
             for hooks in link.hooks:
                 if hooks.disconnect is not None:
@@ -147,6 +164,7 @@ class Supervisor:
             lost = failure.error
             message = str(lost) or "Connection lost"
             self._requests.fail_all(functools.partial(_connection_lost, message))
+            round_left = not failure.terminal and connected_for is None and self._opts.targets.round_left()
             with link.lock:
                 link.last_error = lost
                 if connected_for is not None:
@@ -154,7 +172,7 @@ class Supervisor:
                 if link.closing:
                     self._retire_locked()
                     return
-                give_up = (
+                give_up = not round_left and (
                     failure.terminal
                     or not policy.enabled
                     or (not link.ever_connected and not policy.retry_initial_connect)
@@ -163,6 +181,9 @@ class Supervisor:
                     link.set_state_locked(ConnectionState.DISCONNECTED, str(lost))
                     waiters = link.take_waiters_locked()
                     self._retire_locked()
+                elif round_left:
+                    delay = 0.0  # another of the host's connections, at once
+                    link.set_state_locked(ConnectionState.DISCONNECTED, f"{lost}; trying the next connection")
                 else:
                     if connected_for is not None and connected_for >= policy.stable_after:
                         attempt = 0
@@ -192,8 +213,9 @@ class Supervisor:
         except Exception as exc:  # noqa: BLE001 - finding the daemon failing is this attempt's outcome, never the thread's end
             self._log.warning("%s: finding the daemon failed (%s); trying again later", link.name, type(exc).__name__)
             return Failure(ConnectionLost(f"Cannot find the daemon: {type(exc).__name__}")), None
+        route = self._route = opts.route(target)
         try:
-            transport = opts.transport_factory()
+            transport = route.transport_factory()
         except Exception as exc:  # noqa: BLE001 - a user factory: its error is this attempt's outcome
             return Failure(ConnectionLost(f"Cannot connect to {target.url}: transport_factory failed: {exc!r}")), None
         sock = Socket(transport)
@@ -234,8 +256,10 @@ class Supervisor:
         unsupported = target.unsupported()
         if unsupported is not None:
             return Failure(ConnectionLost(unsupported), terminal=True)
-        if opts.insecure_refusal is not None:
-            return Failure(InsecureCredentials(opts.insecure_refusal), terminal=True)
+        route = self._route
+        if route.insecure_refusal is not None:
+            return Failure(InsecureCredentials(route.insecure_refusal), terminal=True)
+        self._headers, self._subprotocols, self._hello_text = self._carriers(route)
         params = ConnectParams(
             url=target.ws_url,
             unix_socket=target.path if target.kind is TargetKind.UNIX else None,
@@ -326,7 +350,7 @@ class Supervisor:
             except TransportClosed as exc:
                 if sock.failure is not None:
                     return sock.failure
-                return failure_for_close(exc.code, exc.reason, rejection=sock.rejection, password=self._opts.password)
+                return failure_for_close(exc.code, exc.reason, rejection=sock.rejection, password=self._route.password)
             except TransportFailed as exc:
                 return sock.failure or Failure(exc.error, terminal=True)
             except TransportError as exc:
@@ -407,7 +431,7 @@ class Supervisor:
             frame = HelloRejected(reason=preview(frame.reason, 80), accepts=frame.accepts)
             sock.rejection = frame
             self._log.warning("hello rejected: %s", frame.reason)
-            failure = failure_for_rejection(frame, self._opts.password)
+            failure = failure_for_rejection(frame, self._route.password)
             link = self._link
             link.timers.schedule(
                 REJECTED_CLOSE_DELAY,
@@ -435,6 +459,11 @@ class Supervisor:
         if sock.handshaken:
             with link.lock:
                 link.server_info = info  # a later server_info updates the cache, not the host kind
+            return False
+        refused = self._opts.targets.admit(info.server_id)
+        if refused is not None:  # another daemon than the host's: refused, never merged
+            self._log.warning("%s: %s", link.name, refused)
+            link.end_socket(Failure(refused), code=1000, reason="Another daemon", only=sock)
             return False
         kind = decide_host_kind(info.features)
         if sock.deadline is not None:

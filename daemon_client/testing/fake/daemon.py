@@ -477,6 +477,15 @@ class FakeDaemon:
         if self._relay is not None:
             self._relay.restart(downtime)
 
+    def interrupt_loopback(self, downtime: float) -> None:
+        """Take the loopback frontend down for ``downtime`` seconds: its sockets are dropped
+        without a close frame and its address refuses connections, then listens again (see
+        :meth:`wait_serving`). The relay frontend and the sessions stay up: a direct route to
+        the daemon lost while the relay still reaches it. Returns at once."""
+        if self._closed:
+            raise RuntimeError("the fake daemon is closed")
+        self._loopback.interrupt(downtime)
+
     # -- lifecycle -----------------------------------------------------------------------------
 
     def close(self) -> None:

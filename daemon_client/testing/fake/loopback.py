@@ -182,6 +182,11 @@ class LoopbackFrontend:
         path, or ``(host, port)`` with 0 for any free port) after ``downtime`` seconds."""
         self._server.restart(downtime, move_to)
 
+    def interrupt(self, downtime: float) -> None:
+        """Drop this frontend's sockets and refuse new ones for ``downtime`` seconds, then listen
+        again on the same address; the daemon's sessions and other frontends are untouched."""
+        self._server.restart(downtime, drop=True)
+
     def close(self) -> None:
         """Stop for good: cancel a pending restart and stop listening. Idempotent."""
         self._server.close()

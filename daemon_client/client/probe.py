@@ -1,0 +1,89 @@
+"""Probing one connection of a host: a handshake and a ping, within a bound, then closed.
+
+:func:`probe` opens a short-lived :class:`~daemon_client.Client` on the connection (no
+reconnects, no heartbeat), waits for ``server_info``, measures one ``ping`` and closes it.
+It never raises: what went wrong is in the :class:`~daemon_client.discovery.Probe`. The
+caller's ``on_cancel`` hook gets a function that ends the probe at once (``close()`` of the
+client being probed for). Runs on the thread that calls it (a probe thread of
+:class:`~daemon_client.discovery.HostTargets`, or the CLI's ``hosts probe``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from daemon_client.config import Heartbeat, ReconnectPolicy
+from daemon_client.discovery.failover import Probe
+from daemon_client.discovery.profiles import Host, HostConnection
+from daemon_client.errors import DaemonClientError
+
+_log = logging.getLogger("daemon_client.hosts.probe")
+
+
+def probe(
+    connection: HostConnection,
+    timeout: float = 3.0,
+    on_cancel: Callable[[Callable[[], None]], None] | None = None,
+    **client_options: Any,
+) -> Probe:
+    """Probe ``connection`` within ``timeout`` seconds (see the module docstring).
+
+    ``client_options`` go to the probing client (``transport_factory``, ``ssl_context``,
+    ``proxy``, ``password``, ...); its reconnects and heartbeat are always off.
+    """
+    from daemon_client.client.composition import Client
+
+    started = time.monotonic()
+    options = dict(client_options)
+    options.update(
+        reconnect=ReconnectPolicy(enabled=False),
+        heartbeat=Heartbeat(enabled=False),
+        connect_timeout=max(0.05, timeout),
+        logger=_log,
+    )
+    if connection.effective_password is not None:
+        options["password"] = connection.effective_password
+    try:
+        client = Client(connection.address, **options)
+    except (ValueError, DaemonClientError, ImportError) as exc:
+        return Probe(connection, False, error=_short(exc))
+    if on_cancel is not None:
+        on_cancel(lambda: client.close(0.5))
+    try:
+        info = client.connect(timeout=max(0.05, timeout))
+        remaining = timeout - (time.monotonic() - started)
+        pong = client.ping(timeout=max(0.05, remaining))
+        return Probe(connection, True, latency=pong.round_trip, server_id=info.server_id)
+    except Exception as exc:  # noqa: BLE001 - a probe reports, it never raises
+        return Probe(connection, False, error=_short(exc))
+    finally:
+        client.close(1.0)
+
+
+def probe_host(host: Host, timeout: float = 3.0, **client_options: Any) -> list[Probe]:
+    """Probe every connection of ``host`` at once; the results in the host's order. A probe
+    reaching another daemon than the host's (by ``serverId``) is reported as not answering."""
+    with ThreadPoolExecutor(max_workers=max(1, len(host.connections)), thread_name_prefix="probe") as pool:
+        futures = [pool.submit(probe, c, timeout, None, **client_options) for c in host.connections]
+        results = [f.result(timeout + 5.0) for f in futures]
+    if host.server_id is None:
+        return results
+    checked: list[Probe] = []
+    for found in results:
+        if found.ok and found.server_id is not None and found.server_id != host.server_id:
+            error = f"reached the daemon {found.server_id!r}, not {host.server_id!r}"
+            shown = Probe(found.connection, False, latency=found.latency, server_id=found.server_id, error=error)
+            checked.append(shown)
+        else:
+            checked.append(found)
+    return checked
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    first = text.splitlines()[0]
+    return first if len(first) <= 200 else first[:199] + "…"
