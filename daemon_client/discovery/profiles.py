@@ -153,8 +153,10 @@ class Host:
     def _check_label(self, _attribute: object, value: object) -> None:
         if not isinstance(value, str) or not value.strip():
             raise ValueError("a host needs a label (its name, e.g. 'laptop')")
-        if any(ch in value for ch in ":\n\r\t\x00"):
-            raise ValueError(f"a host label may not hold ':' or control characters: {value!r}")
+        if any(ch in value for ch in ":/\\\n\r\t\x00") or value.strip() != value:
+            raise ValueError(f"a host label may not hold ':', slashes, control characters or edge spaces: {value!r}")
+        if value.isdigit() or value.startswith("~"):
+            raise ValueError(f"a host label may not look like an address (a port or a path): {value!r}")
 
     def __attrs_post_init__(self) -> None:
         if not self.connections:
