@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from daemon_client.discovery.failover import Probe as Probe
     from daemon_client.discovery.profiles import Host as Host
     from daemon_client.discovery.profiles import HostConnection as HostConnection
+    from daemon_client.fleet import Fleet as Fleet
+    from daemon_client.fleet import FleetDirectory as FleetDirectory
+    from daemon_client.fleet import FleetEntry as FleetEntry
+    from daemon_client.fleet import FleetEvent as FleetEvent
+    from daemon_client.fleet import FleetListing as FleetListing
     from daemon_client.errors import AgentCreateError as AgentCreateError
     from daemon_client.errors import AuthenticationError as AuthenticationError
     from daemon_client.errors import CallbackError as CallbackError
@@ -241,6 +246,11 @@ _LAZY: dict[str, str] = {
     "Host": "daemon_client.discovery.profiles",
     "HostConnection": "daemon_client.discovery.profiles",
     "Probe": "daemon_client.discovery.failover",
+    "Fleet": "daemon_client.fleet",
+    "FleetDirectory": "daemon_client.fleet",
+    "FleetEntry": "daemon_client.fleet",
+    "FleetEvent": "daemon_client.fleet",
+    "FleetListing": "daemon_client.fleet",
     "Replacement": "daemon_client.protocol.timeline",
     "RequestTimeout": "daemon_client.errors",
     "Resolution": "daemon_client.discovery",
