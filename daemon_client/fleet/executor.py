@@ -24,6 +24,10 @@ _STOP = object()
 class SerialExecutor:
     """See the module docstring."""
 
+    takes_batches = True
+    """A client's dispatcher may hand over a whole batch in one call: this executor runs every
+    callable it took (it never stops between two of one call)."""
+
     def __init__(self, name: str = "fleet") -> None:
         self._lock = threading.Lock()
         self._items: collections.deque[object] = collections.deque()

@@ -20,7 +20,8 @@ it raises. Posted callables run one at a time, in posting order, on exactly one 
 * the client's dispatcher thread (default);
 * the user's executor (``callback_executor=post_fn``, e.g. ``daemon_client.gui.tk_executor(root)``):
   the dispatcher thread hands each callable to ``post_fn`` in order, so a slow
-  ``post_fn`` never stalls the reader;
+  ``post_fn`` never stalls the reader; an executor whose ``takes_batches`` attribute is
+  ``True`` (a fleet's callback thread) gets each batch taken from the queue in one call;
 * the application's own thread, in ``"manual"`` mode, inside ``process_events()`` only
   (one caller at a time; ``flush()`` from another thread waits for that loop).
 
@@ -363,6 +364,7 @@ class Dispatcher:
         self._thread_ident = threading.get_ident()
         executor = self._executor
         assert executor != "manual"  # manual mode starts no thread
+        batches = getattr(executor, "takes_batches", False) is True
         while True:
             batch = self._take(None)
             stop = bool(batch) and batch[-1] is _STOP  # nothing is queued after _STOP
@@ -370,6 +372,8 @@ class Dispatcher:
                 batch.pop()
             if executor is None:
                 self._run_batch(batch)
+            elif batches and batch:
+                self._hand_over_batch(executor, batch)
             else:
                 for item in batch:  # one post each: the executor may stop between two (a GUI closing)
                     self._hand_over(executor, item)
@@ -386,6 +390,23 @@ class Dispatcher:
                 self._done(item[1])
             elif isinstance(item, CountedJob):
                 item.discard()
+
+    def _hand_over_batch(self, executor: Executor, batch: list[Any]) -> None:
+        """Executor mode, for an executor that declares ``takes_batches`` (it never stops
+        between two callables of one call): one ``post_fn`` call runs the whole batch."""
+        try:
+            executor(lambda: self._deliver_batch(batch))
+        except BaseException as exc:  # noqa: BLE001
+            self.errors.report(exc, executor)
+            for item in batch:
+                if type(item) is tuple:
+                    self._done(item[1])
+                elif isinstance(item, CountedJob):
+                    item.discard()
+
+    def _deliver_batch(self, batch: list[Any]) -> None:
+        self._learn_owner()
+        self._run_batch(batch)
 
     def _deliver(self, item: object) -> None:
         """Executor mode: run one handed-over callable on the executor's thread."""
