@@ -38,11 +38,6 @@ if TYPE_CHECKING:
     from daemon_client.discovery.failover import Probe as Probe
     from daemon_client.discovery.profiles import Host as Host
     from daemon_client.discovery.profiles import HostConnection as HostConnection
-    from daemon_client.fleet import Fleet as Fleet
-    from daemon_client.fleet import FleetDirectory as FleetDirectory
-    from daemon_client.fleet import FleetEntry as FleetEntry
-    from daemon_client.fleet import FleetEvent as FleetEvent
-    from daemon_client.fleet import FleetListing as FleetListing
     from daemon_client.errors import AgentCreateError as AgentCreateError
     from daemon_client.errors import AuthenticationError as AuthenticationError
     from daemon_client.errors import CallbackError as CallbackError
@@ -68,6 +63,11 @@ if TYPE_CHECKING:
     from daemon_client.errors import UnsupportedByHost as UnsupportedByHost
     from daemon_client.errors import WouldDeadlock as WouldDeadlock
     from daemon_client.errors import check_reply as check_reply
+    from daemon_client.fleet import Fleet as Fleet
+    from daemon_client.fleet import FleetDirectory as FleetDirectory
+    from daemon_client.fleet import FleetEntry as FleetEntry
+    from daemon_client.fleet import FleetEvent as FleetEvent
+    from daemon_client.fleet import FleetListing as FleetListing
     from daemon_client.protocol.agent_settings import AgentCommand as AgentCommand
     from daemon_client.protocol.agent_settings import ForkAttachment as ForkAttachment
     from daemon_client.protocol.agent_settings import ForkContext as ForkContext

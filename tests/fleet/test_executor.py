@@ -74,7 +74,7 @@ def test_a_fleet_client_in_a_callback_cannot_wait_for_callbacks(fake) -> None:
         def callback() -> None:
             try:
                 outcome.append(fleet["x"].flush_callbacks(1.0))
-            except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+            except BaseException as exc:
                 outcome.append(exc)
             done.set()
 

@@ -98,7 +98,9 @@ def test_a_fleet_lists_follows_and_runs_across_three_hosts(three) -> None:
         assert len(events.threads) == 1  # one callback thread for every host
         # requests go to the host they name
         for label in fleet.hosts:
-            agent = fleet[label].agents.create(dc.AgentConfig(provider="mock/ten-second-stream"), cwd="/tmp", title=f"{label}-run")
+            agent = fleet[label].agents.create(
+                dc.AgentConfig(provider="mock/ten-second-stream"), cwd="/tmp", title=f"{label}-run"
+            )
             result = fleet.agents.ref(label, agent.id).run("hello", timeout=BOUND)
             assert result.status == "idle"
         wait_until(
@@ -120,7 +122,8 @@ def test_the_dual_host_fails_over_to_the_relay_and_loses_no_update(three) -> Non
         directory.subscribe(events)
         events.wait_for(lambda e: e.kind == "snapshot" and e.host == "d", "first snapshot of d")
         first = fleet["d"].active_connection
-        assert first is not None and first.id.startswith("direct:")
+        assert first is not None
+        assert first.id.startswith("direct:")
         fakes["d"].interrupt_loopback(30.0)
         unavailable = events.wait_for(lambda e: e.kind == "unavailable" and e.host == "d", "d unavailable")
         assert [entry.available for entry in unavailable.entries] == [False]
@@ -128,9 +131,11 @@ def test_the_dual_host_fails_over_to_the_relay_and_loses_no_update(three) -> Non
             lambda: sum(1 for e in events.items if e.kind == "snapshot" and e.host == "d") >= 2, BOUND, "d restored"
         )
         active = fleet["d"].active_connection
-        assert active is not None and active.id.startswith("relay:")
+        assert active is not None
+        assert active.id.startswith("relay:")
         wait_until(lambda: len(changes) >= 1, BOUND, "the connection change")  # registered after the first
-        assert changes[-1][1] == active.id and changes[-1][2].startswith("failover:"), changes
+        assert changes[-1][1] == active.id, changes
+        assert changes[-1][2].startswith("failover:"), changes
         for n in range(20):
             fakes["d"].agents.upsert(title=f"d-after-{n}")
         wait_until(lambda: len(events.updated_titles("d")) >= 20, BOUND, "every update after the switch")
