@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from daemon_client.api.workspaces.workspace_agents import WorkspaceAgents as WorkspaceAgents
     from daemon_client.client import Client as Client
     from daemon_client.client import connect as connect
+    from daemon_client.client import probe_host as probe_host
     from daemon_client.config import DEFAULT_APP_VERSION as DEFAULT_APP_VERSION
     from daemon_client.config import DEFAULT_URL as DEFAULT_URL
     from daemon_client.config import Heartbeat as Heartbeat
@@ -246,6 +247,7 @@ _LAZY: dict[str, str] = {
     "Host": "daemon_client.discovery.profiles",
     "HostConnection": "daemon_client.discovery.profiles",
     "Probe": "daemon_client.discovery.failover",
+    "probe_host": "daemon_client.client",
     "Fleet": "daemon_client.fleet",
     "FleetDirectory": "daemon_client.fleet",
     "FleetEntry": "daemon_client.fleet",

@@ -194,7 +194,7 @@ class Client:
             auth_header=auth_header,
             allow_insecure_credentials=allow_insecure_credentials,
             logger=self._log,
-            prober=functools.partial(probe_lazily, **probe_options),
+            prober=functools.partial(probe_lazily, client_factory=Client, **probe_options),
             probe_timeout=min(connect_timeout, PROBE_TIMEOUT),
         )
         self._dialing = dialing

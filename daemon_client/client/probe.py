@@ -28,15 +28,16 @@ def probe(
     connection: HostConnection,
     timeout: float = 3.0,
     on_cancel: Callable[[Callable[[], None]], None] | None = None,
+    *,
+    client_factory: Callable[..., Any],
     **client_options: Any,
 ) -> Probe:
     """Probe ``connection`` within ``timeout`` seconds (see the module docstring).
 
+    ``client_factory`` is ``Client`` (given by the caller: this module sits below it);
     ``client_options`` go to the probing client (``transport_factory``, ``ssl_context``,
     ``proxy``, ``password``, ...); its reconnects and heartbeat are always off.
     """
-    from daemon_client.client.composition import Client
-
     started = time.monotonic()
     options = dict(client_options)
     options.update(
@@ -48,7 +49,7 @@ def probe(
     if connection.effective_password is not None:
         options["password"] = connection.effective_password
     try:
-        client = Client(connection.address, **options)
+        client = client_factory(connection.address, **options)
     except (ValueError, DaemonClientError, ImportError) as exc:
         return Probe(connection, False, error=_short(exc))
     if on_cancel is not None:
@@ -64,11 +65,16 @@ def probe(
         client.close(1.0)
 
 
-def probe_host(host: Host, timeout: float = 3.0, **client_options: Any) -> list[Probe]:
+def probe_host(
+    host: Host, timeout: float = 3.0, *, client_factory: Callable[..., Any], **client_options: Any
+) -> list[Probe]:
     """Probe every connection of ``host`` at once; the results in the host's order. A probe
     reaching another daemon than the host's (by ``serverId``) is reported as not answering."""
     with ThreadPoolExecutor(max_workers=max(1, len(host.connections)), thread_name_prefix="probe") as pool:
-        futures = [pool.submit(probe, c, timeout, None, **client_options) for c in host.connections]
+        futures = [
+            pool.submit(probe, c, timeout, None, client_factory=client_factory, **client_options)
+            for c in host.connections
+        ]
         results = [f.result(timeout + 5.0) for f in futures]
     if host.server_id is None:
         return results

@@ -210,20 +210,25 @@ class HostTargets:
         with self._lock:
             expected = self._server_id
             connection = self._attempting
-            if expected is not None and server_id != expected:
-                return ServerMismatch(
-                    f"{connection.url} reached the daemon {server_id!r}, not host {self._host.label!r} ({expected!r}): "
-                    "a stale address or another daemon; the connection was refused",
-                    expected=expected,
-                    found=server_id,
-                    connection=connection.url,
-                )
-            learned = expected is None
-            self._server_id = server_id
-            previous, self._used, self._active = self._used, connection, connection
-            lost, self._last_lost = self._last_lost, None
-            listeners = list(self._listeners) if previous is not connection else []
-            why = self._why
+            refused = expected is not None and server_id != expected
+            if not refused:
+                self._server_id = server_id
+                previous, self._used, self._active = self._used, connection, connection
+                lost, self._last_lost = self._last_lost, None
+                listeners = list(self._listeners) if previous is not connection else []
+                why = self._why
+        if refused:
+            assert expected is not None
+            mismatch = ServerMismatch(
+                f"{connection.url} reached the daemon {server_id!r}, not host {self._host.label!r} ({expected!r}): "
+                "a stale address or another daemon; the connection was refused",
+                expected=expected,
+                found=server_id,
+                connection=connection.url,
+            )
+            self._log.warning("host %s: %s", self._host.label, mismatch)
+            return mismatch
+        learned = expected is None
         if learned and self._on_learn is not None:
             try:
                 self._on_learn(server_id)

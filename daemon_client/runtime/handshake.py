@@ -18,10 +18,12 @@ from daemon_client.errors import (
     ProtocolError,
     ProtocolVersionError,
 )
+from daemon_client.protocol.codec import encode_hello
 from daemon_client.protocol.hosts import CLIENT_CAPABILITIES
 
 if TYPE_CHECKING:
     from daemon_client.protocol.frame_models import Hello, HelloRejected
+    from daemon_client.runtime.options import Route
 
 CLOSE_HELLO_TIMEOUT = 4001
 CLOSE_INVALID = 4002
@@ -41,6 +43,25 @@ def build_hello(client_id: str, app_version: str, password: str | None) -> Hello
         capabilities=dict(CLIENT_CAPABILITIES),
         auth=PasswordAuth(password) if password else None,
     )
+
+
+class RouteCarriers:
+    """Reader thread: the upgrade headers, subprotocols and ``hello`` text of each route
+    (a host's connections carry different passwords), built once per route."""
+
+    def __init__(self, client_id: str, app_version: str, auth_header: str | None) -> None:
+        self._client_id = client_id
+        self._app_version = app_version
+        self._auth_header = auth_header
+        self._known: dict[int, tuple[Route, dict[str, str], tuple[str, ...], str]] = {}
+
+    def of(self, route: Route) -> tuple[dict[str, str], tuple[str, ...], str]:
+        known = self._known.get(id(route))
+        if known is None or known[0] is not route:
+            headers, subprotocols = auth_carriers(route.password, self._auth_header)
+            hello = encode_hello(build_hello(self._client_id, self._app_version, route.password))
+            known = self._known[id(route)] = (route, headers, subprotocols, hello)
+        return known[1], known[2], known[3]
 
 
 def auth_carriers(password: str | None, auth_header: str | None = None) -> tuple[dict[str, str], tuple[str, ...]]:

@@ -34,7 +34,6 @@ from daemon_client.errors import (
 from daemon_client.protocol.codec import (
     MalformedFrame,
     decode_frame,
-    encode_hello,
     preview,
     redact_hello,
 )
@@ -45,14 +44,13 @@ from daemon_client.protocol.server_info import read_server_info
 from daemon_client.runtime.affinity import pin_current_thread
 from daemon_client.runtime.handshake import (
     Failure,
-    auth_carriers,
-    build_hello,
+    RouteCarriers,
     failure_for_close,
     failure_for_rejection,
 )
 from daemon_client.runtime.heartbeat import HeartbeatMonitor
 from daemon_client.runtime.link import CLOSE_GRACE, Link, Socket
-from daemon_client.runtime.options import ConnectionOptions, Route
+from daemon_client.runtime.options import ConnectionOptions
 from daemon_client.runtime.requests import PendingRequest, RequestTable, settle
 from daemon_client.runtime.writer import Writer
 from daemon_client.state import ConnectionState
@@ -104,17 +102,8 @@ class Supervisor:
         self._log = link.log
         self._frame_log = link.log.getChild("frames")
         self._route = options.route(options.targets.current)
-        self._credentials: dict[int, tuple[Route, dict[str, str], tuple[str, ...], str]] = {}
-        self._headers, self._subprotocols, self._hello_text = self._carriers(self._route)
-
-    def _carriers(self, route: Route) -> tuple[dict[str, str], tuple[str, ...], str]:
-        """Reader thread: the upgrade headers, subprotocols and ``hello`` of ``route``, built once each."""
-        known = self._credentials.get(id(route))
-        if known is None or known[0] is not route:
-            headers, subprotocols = auth_carriers(route.password, self._opts.auth_header)
-            hello = encode_hello(build_hello(self._opts.client_id, self._opts.app_version, route.password))
-            known = self._credentials[id(route)] = (route, headers, subprotocols, hello)
-        return known[1], known[2], known[3]
+        self._carriers = RouteCarriers(options.client_id, options.app_version, options.auth_header)
+        self._headers, self._subprotocols, self._hello_text = self._carriers.of(self._route)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -256,10 +245,9 @@ class Supervisor:
         unsupported = target.unsupported()
         if unsupported is not None:
             return Failure(ConnectionLost(unsupported), terminal=True)
-        route = self._route
-        if route.insecure_refusal is not None:
-            return Failure(InsecureCredentials(route.insecure_refusal), terminal=True)
-        self._headers, self._subprotocols, self._hello_text = self._carriers(route)
+        if self._route.insecure_refusal is not None:
+            return Failure(InsecureCredentials(self._route.insecure_refusal), terminal=True)
+        self._headers, self._subprotocols, self._hello_text = self._carriers.of(self._route)
         params = ConnectParams(
             url=target.ws_url,
             unix_socket=target.path if target.kind is TargetKind.UNIX else None,
@@ -461,8 +449,7 @@ class Supervisor:
                 link.server_info = info  # a later server_info updates the cache, not the host kind
             return False
         refused = self._opts.targets.admit(info.server_id)
-        if refused is not None:  # another daemon than the host's: refused, never merged
-            self._log.warning("%s: %s", link.name, refused)
+        if refused is not None:  # another daemon than the host's (logged there): refused, never merged
             link.end_socket(Failure(refused), code=1000, reason="Another daemon", only=sock)
             return False
         kind = decide_host_kind(info.features)

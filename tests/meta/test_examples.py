@@ -347,3 +347,14 @@ def test_lagged_recovery_ends_gap_free(run: Run, kind: str) -> None:
     assert f"read back {dropped} rows" in out, out
     assert re.search(r"held 204 rows \(1\.\.204\); skipped in all: " + str(dropped), out), out
     assert out.rstrip().endswith("gap-free"), out
+
+
+def test_fleet_follows_three_hosts_and_fails_over_to_the_relay(run: Run) -> None:
+    code, out = run("fleet", "--duration", "4")
+    assert code == 0, out
+    for host in ("laptop", "buildbox", "desktop"):
+        assert f"{host}: connected" in out, out
+    assert "buildbox: 2 agents (flaky test, nightly build)" in out, out
+    assert "desktop: unavailable" in out, out
+    assert re.search(r"desktop: now through relay:\S+ \(failover: direct:", out), out
+    assert out.count("desktop: 1 agents (ui)") >= 2, out  # a fresh snapshot after the switch
