@@ -114,13 +114,10 @@ def _host_from(table: object, index: int) -> Host:
             connections.append(HostConnection(address, password=password))
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{where}, connection {number}: {exc}") from None
+    preferred = _text(table, "preferred", where)
     try:
-        return Host(
-            label,  # type: ignore[arg-type]  # None: refused by Host's validator
-            connections,
-            preferred=_text(table, "preferred", where),
-            server_id=_text(table, "server_id", where),
-        )
+        host = Host(label, connections, server_id=_text(table, "server_id", where))  # type: ignore[arg-type]
+        return host if preferred is None else attrs.evolve(host, preferred=host.connection(preferred))
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{where}: {exc}") from None
 
@@ -139,8 +136,8 @@ def _replace(host: Host, connection: HostConnection) -> Host:
     connections = [connection if c.id == connection.id else c for c in host.connections]
     if connection not in connections:
         connections.append(connection)
-    preferred = host.preferred.id if host.preferred is not None else None
-    return Host(host.label, connections, preferred=preferred, server_id=host.server_id)
+    new = Host(host.label, connections, server_id=host.server_id)
+    return new if host.preferred is None else attrs.evolve(new, preferred=new.connection(host.preferred.id))
 
 
 class HostStore:
@@ -345,7 +342,7 @@ class HostStore:
             except ValueError:
                 ids = ", ".join(c.id for c in host.connections)
                 raise HostStoreError(
-                    f"host {label!r} has no connection {redact_address(connection_id)} (its connections: {ids})"
+                    f"host {label!r} has no connection {redact_address(str(connection_id))} (its connections: {ids})"
                 ) from None
             return [new if h is host else h for h in hosts], new
 

@@ -20,6 +20,7 @@ Any thread may call these functions; nothing here logs or shows a value of the f
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import secrets
 import stat
@@ -70,16 +71,15 @@ def default_path(env: Mapping[str, str] | None = None, platform: str | None = No
 
 
 def _loads(text: str) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10 only
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise HostStoreError(
-                "reading the host store needs a TOML parser on Python 3.10: pip install 'tomli>=1.1'"
-            ) from None
-    return tomllib.loads(text)
+    name = "tomllib" if sys.version_info >= (3, 11) else "tomli"
+    try:
+        module = importlib.import_module(name)
+    except ImportError:  # pragma: no cover - Python 3.10 without tomli
+        raise HostStoreError(
+            "reading the host store needs a TOML parser on Python 3.10: pip install 'tomli>=1.1'"
+        ) from None
+    document: dict[str, Any] = module.loads(text)
+    return document
 
 
 def parse(data: bytes, path: Path) -> dict[str, Any]:
