@@ -199,7 +199,10 @@ def ensure_dir(directory: Path) -> None:
 
 
 def replace_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` at once: a private temporary file beside it, synced, renamed."""
+    """Write ``text`` to ``path`` at once: a private temporary file beside it, synced, renamed.
+    A symbolic link is followed: the file it points to is replaced, the link is kept."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     if path.exists() and not path.is_file():
         raise HostStoreError(f"the host store {path} is not a regular file")
     ensure_dir(path.parent)

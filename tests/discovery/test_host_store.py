@@ -396,3 +396,14 @@ def test_four_processes_adding_at_once_lose_nothing(store: HostStore) -> None:
                 p.wait(5)
     assert codes == [0, 0, 0, 0]
     assert sorted(store.labels()) == sorted(f"p{n}-{i}" for n in range(4) for i in range(6))
+
+
+@posix_only
+def test_a_symbolic_link_to_the_store_is_kept(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "hosts.toml"
+    HostStore(real).add("laptop", "127.0.0.1:7000")
+    link = tmp_path / "hosts.toml"
+    link.symlink_to(real)
+    HostStore(link).add("desk", "127.0.0.1:7001")
+    assert link.is_symlink()
+    assert HostStore(real).labels() == ["laptop", "desk"]
