@@ -20,6 +20,7 @@ a message, a log record or a repr.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -200,7 +201,7 @@ class HostStore:
 
     # ------------------------------------------------------------------ changing
     def _update(self, change: Callable[[list[Host]], tuple[list[Host], T]]) -> T:
-        with locked(self._path):
+        with locked(Path(os.path.realpath(self._path))):  # one lock, whatever link leads to the file
             found = self.read()
             if found.skipped:
                 raise HostStoreError(

@@ -27,7 +27,7 @@ def register(registry: Registry) -> None:
                "  daemon-client hosts add laptop 'https://app.paseo.sh/#offer=…'\n"
                "  daemon-client agents --host laptop",
     )  # fmt: skip
-    add.add_argument("name", help="the host's label, e.g. laptop (not an address: no ':' or '/')")
+    add.add_argument("name", metavar="NAME", help="the host's label, e.g. laptop (not an address: no ':' or '/')")
     add.add_argument(
         "address", metavar="ADDRESS|OFFER-LINK",
         help="host:port, tcp://host:port?ssl=true, ws(s)://…, /path.sock, or a pairing-offer link",
@@ -45,7 +45,7 @@ def register(registry: Registry) -> None:
     ls.add_argument("--no-probe", action="store_true", help="do not probe: show the stored hosts only")
     _timeout(ls)
     rm = group.add("rm", "remove a stored host, or one of its connections", "hosts:rm", connects=False)
-    rm.add_argument("name", help="the host's label")
+    rm.add_argument("name", metavar="NAME", help="the host's label")
     rm.add_argument(
         "connection", nargs="?", metavar="CONNECTION-ID",
         help="only this connection (e.g. direct:127.0.0.1:6767, see hosts ls); the last one removes the host",
@@ -54,6 +54,6 @@ def register(registry: Registry) -> None:
         "probe", "probe every connection of the stored hosts (or of one); status 3 if a host has none answering",
         "hosts:probe_hosts", connects=False,
     )  # fmt: skip
-    probe.add_argument("name", nargs="?", help="only this host")
+    probe.add_argument("name", nargs="?", metavar="NAME", help="only this host")
     json_arg(probe, "the hosts and what each probe found")
     _timeout(probe)
