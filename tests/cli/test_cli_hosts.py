@@ -231,3 +231,35 @@ def test_tail_host_colon_agent(store: HostStore, two: tuple[FakeDaemon, FakeDaem
     code, out = run(["tail", "nas:agent", "--no-follow", "--url", a.url])  # not a stored host: an agent name
     assert code == 1
     assert "no agent 'nas:agent'" in capsys.readouterr().err
+
+
+def test_an_unreadable_entry_is_shown_and_blocks_changes(
+    store: HostStore, two: tuple[FakeDaemon, FakeDaemon], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, _b = two
+    store.add("laptop", a.url)
+    store.path.write_text(store.path.read_text(encoding="utf-8") + '\n[[host]]\nlabel = "broken"\n', encoding="utf-8")
+    code, out = run(["hosts", "ls", "--no-probe"])
+    assert code == 0
+    assert out.startswith("laptop  serverId unknown\n")
+    assert "host entry 2 ('broken')" in capsys.readouterr().err
+    assert run(["hosts", "add", "desk", a.url, "--no-probe"]) == (1, "")
+    assert "nothing was changed" in capsys.readouterr().err
+    code, out = run(["info", "--host", "laptop"])  # reading still works
+    assert code == 0, out
+    assert "srv-a" in out
+
+
+def test_a_relay_offer_takes_no_password(
+    store: HostStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from daemon_client.discovery.offer import RelayTarget
+
+    _with_stdin(monkeypatch, "pw\n")
+    offer = RelayTarget("127.0.0.1:9", "srv-x", b"\x09" * 32).offer_link()
+    assert run(["hosts", "add", "phone", offer, "--password-stdin", "--no-probe"]) == (2, "")
+    assert "takes no password" in capsys.readouterr().err
+    _with_stdin(monkeypatch, "\n")
+    assert run(["hosts", "add", "desk", "127.0.0.1:1", "--password-stdin", "--no-probe"]) == (2, "")
+    assert "no password on the first line" in capsys.readouterr().err
+    assert not store.path.exists()
