@@ -31,13 +31,24 @@ T = TypeVar("T")
 JOIN_TIMEOUT = 5.0
 ClientFactory = Callable[[argparse.Namespace, bool], "Client"]
 """``make_client(args, reconnect)``: a new, unconnected client of the connection options."""
+ConnectHook = Callable[["Client", Notes], None]
+"""``on_connect(client, notes)``: runs once the first connection succeeded (main thread)."""
 
 
 class CommandContext:
     """One run of one subcommand."""
 
-    def __init__(self, args: argparse.Namespace, out: Output, notes: Notes, make_client: ClientFactory) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        out: Output,
+        notes: Notes,
+        make_client: ClientFactory,
+        *,
+        on_connect: ConnectHook | None = None,
+    ) -> None:
         self.args = args
+        self._on_connect = on_connect
         self.out = out
         self.notes = notes
         self._make_client = make_client
@@ -87,6 +98,8 @@ class CommandContext:
                 continue
             except DaemonClientError as exc:
                 raise ConnectFailed(client.url, exc) from None
+            if self._on_connect is not None:
+                self._on_connect(client, self.notes)
             return client
 
     def in_background(self, function: Callable[[], T], name: str) -> Future[T]:

@@ -1,7 +1,8 @@
 """The ``daemon-client`` command (also ``python -m daemon_client``): parse, run, exit.
 
 Builds the parser from the subcommand modules (:mod:`daemon_client.cli.commands`), owns the
-connection options and the client they describe (``--host``/``--url``; the password from
+connection options and the client they describe (``--host``/``--url``: an address, or a stored host's name, see
+:mod:`daemon_client.cli.stored`; the password from
 ``--password-stdin``, ``--password-file``, ``PASEO_PASSWORD`` or, warned about, ``--password``:
 see :mod:`daemon_client.cli.password`; ``--timeout``), configures logging and signals, runs the subcommand on
 the main thread and turns its outcome into an exit status (:mod:`daemon_client.cli.exit_codes`):
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 15.0
 ENVIRONMENT = """environment:
+  DAEMON_CLIENT_HOSTS  the host store (default ~/.config/daemon-client/hosts.toml; see hosts)
   PASEO_HOST      the daemon's address when --host is not given (any --host form)
   PASEO_LISTEN    the address the local daemon listens on (read when PASEO_HOST is unset)
   PASEO_HOME      where the daemon's pid file and config are looked for (default ~/.paseo)
@@ -42,7 +44,8 @@ def _connection_args(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--host",
-        help="daemon address: host:port, PORT, /path.sock, unix:///path, tcp://host:port?ssl=true, "
+        help="a stored host's name (see: daemon-client hosts), or a daemon address: host:port, PORT, /path.sock, "
+        "unix:///path, tcp://host:port?ssl=true, "
         "ws://host:port/ws, or a pairing-offer link (https://app.paseo.sh/#offer=…, through the relay) "
         "(default: PASEO_HOST, PASEO_LISTEN, $PASEO_HOME/paseo.pid, config, localhost:6767)",
     )
@@ -56,12 +59,14 @@ def _connection_args(parser: argparse.ArgumentParser) -> None:
 
 def _client(args: argparse.Namespace, reconnect: bool) -> Client:
     """The client of a command that talks to a daemon, built from the connection options."""
+    from daemon_client.cli.stored import stored_host
     from daemon_client.client import Client  # here: parsing and --help never import the client
     from daemon_client.config import ReconnectPolicy
 
+    host = stored_host(args.host)
     try:
         return Client(
-            args.host,
+            host if host is not None else args.host,
             password=args.password,
             connect_timeout=args.timeout,
             request_timeout=args.timeout,
@@ -70,6 +75,14 @@ def _client(args: argparse.Namespace, reconnect: bool) -> Client:
         )
     except ValueError as exc:
         raise CliError(f"bad daemon address: {exc}", USAGE) from None
+
+
+def _remember(client: Client, notes: Notes) -> None:
+    """After the first connection: a stored host's ``serverId``, once learned, is written back."""
+    if client.host is not None:
+        from daemon_client.cli.stored import remember_server_id
+
+        remember_server_id(client, notes)
 
 
 def build_parser() -> CliParser:
@@ -117,7 +130,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command; returns its exit status (``out`` replaces standard output, for tests)."""
     args = build_parser().parse_args(argv)
     notes = Notes(sys.stderr, quiet=args.quiet)
-    ctx = CommandContext(args, Output(out or sys.stdout), notes, _client)
+    ctx = CommandContext(args, Output(out or sys.stdout), notes, _client, on_connect=_remember)
     with configured(notes, args.verbose, args.quiet), handled():
         try:
             return _execute(args, ctx)

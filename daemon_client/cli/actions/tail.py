@@ -1,5 +1,7 @@
 """``tail AGENT``: an agent's timeline as text or JSON lines, history first, then live.
 
+``tail NAME:AGENT`` tails ``AGENT`` on the stored host ``NAME`` (when ``NAME`` is one).
+
 The main thread subscribes, reads the history asked for (``--history N`` newest rows,
 ``--since SEQ``, or everything with ``--no-follow``), prints it and opens the
 :class:`~daemon_client.cli.timeline_gate.TimelineGate`; live events are then printed from the
@@ -21,6 +23,7 @@ from daemon_client.cli.exit_codes import OK, USAGE, CliError
 from daemon_client.cli.json_render import entry_json
 from daemon_client.cli.lookup import find_agent
 from daemon_client.cli.printer import JsonLinesPrinter, MessagePrinter
+from daemon_client.cli.stored import split_host_agent
 from daemon_client.cli.timeline_gate import TimelineGate
 from daemon_client.protocol.timeline import (
     SubscriptionError,
@@ -51,6 +54,7 @@ def history_pages(handle: AgentHandle, args: argparse.Namespace, timeout: float)
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.no_follow and args.duration is not None:
         raise CliError("--duration applies only while following (not with --no-follow)", USAGE)
+    split_host_agent(args, ctx.notes)  # NAME:AGENT: AGENT on the stored host NAME
     client = ctx.connect()
     handle = find_agent(client, args.agent, ctx.timeout)
     printer = JsonLinesPrinter(ctx.out) if ctx.json else MessagePrinter(ctx.out)

@@ -12,6 +12,7 @@ from daemon_client.cli.commands import (
     catalog,
     completion,
     embedded,
+    hosts,
     info,
     lifecycle,
     run,
@@ -20,4 +21,4 @@ from daemon_client.cli.commands import (
     terminals,
 )
 
-GROUPS = (agents, tail, run, lifecycle, settings, terminals, catalog, info, embedded, completion)
+GROUPS = (agents, tail, run, lifecycle, settings, terminals, catalog, info, hosts, embedded, completion)

@@ -11,9 +11,10 @@ def register(registry: Registry) -> None:
         "tail", "print an agent's timeline, then follow it live", "tail:run",
         epilog="examples:\n  daemon-client tail my-agent --history 20\n"
                "  daemon-client tail 3f2a --since 120 --no-follow\n"
+               "  daemon-client tail laptop:my-agent     (the stored host laptop, see: daemon-client hosts)\n"
                "  daemon-client tail my-agent --json | jq -c 'select(.type == \"turn_completed\")'",
     )  # fmt: skip
-    parser.add_argument("agent", help=AGENT_HELP)
+    parser.add_argument("agent", help=AGENT_HELP + "; NAME:AGENT: the agent on the stored host NAME")
     start = parser.add_mutually_exclusive_group()
     start.add_argument("--history", type=count, metavar="N", help="first print the newest N history rows")
     start.add_argument("--since", type=count, metavar="SEQ", help="first print every history row after row SEQ")
