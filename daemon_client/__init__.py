@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from daemon_client.discovery.failover import Probe as Probe
     from daemon_client.discovery.profiles import Host as Host
     from daemon_client.discovery.profiles import HostConnection as HostConnection
+    from daemon_client.discovery.store import HostConflict as HostConflict
+    from daemon_client.discovery.store import HostStore as HostStore
+    from daemon_client.discovery.store import HostStoreError as HostStoreError
+    from daemon_client.discovery.store import UnknownHost as UnknownHost
     from daemon_client.errors import AgentCreateError as AgentCreateError
     from daemon_client.errors import AuthenticationError as AuthenticationError
     from daemon_client.errors import CallbackError as CallbackError
@@ -247,6 +251,10 @@ _LAZY: dict[str, str] = {
     "Host": "daemon_client.discovery.profiles",
     "HostConnection": "daemon_client.discovery.profiles",
     "Probe": "daemon_client.discovery.failover",
+    "HostStore": "daemon_client.discovery.store",
+    "HostStoreError": "daemon_client.discovery.store",
+    "HostConflict": "daemon_client.discovery.store",
+    "UnknownHost": "daemon_client.discovery.store",
     "probe_host": "daemon_client.client",
     "Fleet": "daemon_client.fleet",
     "FleetDirectory": "daemon_client.fleet",

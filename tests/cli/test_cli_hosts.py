@@ -263,3 +263,35 @@ def test_a_relay_offer_takes_no_password(
     assert run(["hosts", "add", "desk", "127.0.0.1:1", "--password-stdin", "--no-probe"]) == (2, "")
     assert "no password on the first line" in capsys.readouterr().err
     assert not store.path.exists()
+
+
+def test_agents_all_hosts_lists_every_stored_host_with_a_host_column(
+    store: HostStore, fakes: Callable[..., FakeDaemon], capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = fakes("capable", server_id="srv-a")
+    b = fakes("broadcast", server_id="srv-b")
+    a.agents.upsert(title="on-a")
+    b.agents.upsert(title="on-b")
+    store.add("alpha", a.serve())
+    store.add("beta", b.serve_relay())
+    store.add("gamma", _free_url())  # nothing listens there
+    code, out = run(["agents", "--all-hosts", "--json", "--timeout", "5"])
+    assert code == 3, out  # one host did not answer; the others are listed
+    documents = json.loads(out)
+    assert sorted((d["host"], d["agent"]["title"]) for d in documents) == [("alpha", "on-a"), ("beta", "on-b")]
+    assert "host gamma: unreachable" in capsys.readouterr().err
+    code, out = run(["agents", "--all-hosts", "--timeout", "5"])
+    header, *rows = out.splitlines()
+    assert header.split()[:2] == ["HOST", "STATUS"]
+    assert sorted(row.split()[0] for row in rows) == ["alpha", "beta"]
+    store.remove("gamma")
+    assert run(["agents", "--all-hosts", "--timeout", "5"])[0] == 0
+
+
+def test_agents_all_hosts_needs_stored_hosts_and_no_host_option(
+    store: HostStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["agents", "--all-hosts"])[0] == 2
+    assert "no stored hosts" in capsys.readouterr().err
+    assert run(["agents", "--all-hosts", "--watch"])[0] == 2
+    assert run(["agents", "--all-hosts", "--host", "6767"])[0] == 2

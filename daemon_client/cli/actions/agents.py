@@ -52,6 +52,10 @@ def read_pages(
 def run(args: argparse.Namespace, ctx: CommandContext) -> int:
     if args.duration is not None and not args.watch:
         raise CliError("--duration needs --watch", USAGE)
+    if args.all_hosts:
+        from daemon_client.cli.actions.all_hosts import list_all_hosts
+
+        return list_all_hosts(args, ctx, agent_filter(args), read_pages)
     client = ctx.connect()
     filter_ = agent_filter(args)
     marks = marks_for(ctx.out.encodes(unicode_marks_text()))

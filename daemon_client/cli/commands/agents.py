@@ -23,4 +23,8 @@ def register(registry: Registry) -> None:
         "--label", action="append", type=key_value, metavar="KEY=VALUE", help="only agents with this label; repeatable"
     )
     parser.add_argument("--archived", action="store_true", help="include archived agents")
+    parser.add_argument(
+        "--all-hosts", action="store_true",
+        help="list the agents of every stored host (daemon-client hosts add), with a HOST column",
+    )  # fmt: skip
     follow_args(parser, duration_help="with --watch: stop after this many seconds")
