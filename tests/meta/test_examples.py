@@ -358,3 +358,11 @@ def test_fleet_follows_three_hosts_and_fails_over_to_the_relay(run: Run) -> None
     assert "desktop: unavailable" in out, out
     assert re.search(r"desktop: now through relay:\S+ \(failover: direct:", out), out
     assert out.count("desktop: 1 agents (ui)") >= 2, out  # a fresh snapshot after the switch
+
+
+def test_notebook_timeline_follows_on_the_loop(run: Run) -> None:
+    code, out = run("notebook_timeline", "--duration", "5")
+    assert code == 0, out
+    assert re.search(r": \d+ rows of history", out), out
+    assert "subscribed; the daemon answered a ping" in out, out
+    assert_whole_answers(out.replace("assistant: ", "message 1: "))
