@@ -30,6 +30,7 @@ from bench.measures import (
 )
 from bench.measures_fanout import agents_fan_out, handlers_fan_out
 from bench.measures_fleet import fleet_per_host
+from bench.measures_listeners import local_listeners
 from bench.measures_load import flow_controlled_consumer, reconnect_restore, rss_growth, slow_consumer
 from bench.measures_relay import relay_stream_throughput
 from bench.measures_terminal import terminal_output_throughput, terminal_snapshot_parses
@@ -86,6 +87,7 @@ def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
         lambda: agents_fan_out(size["stream"]),
         lambda: fleet_per_host(size["stream"]),
         lambda: handlers_fan_out(size["handlers"]),
+        lambda: local_listeners(size["handlers"]),
         lambda: terminal_output_throughput(size["terminal"]),
         terminal_snapshot_parses,
         lambda: reconnect_restore(size["restore"]),
