@@ -35,12 +35,13 @@ _AGENT: dict[str, Any] = {
 def _directory_server(count: int) -> LoopbackServer:
     """Answers one subscribing ``fetch_agents_request`` (ID ``d-1``); on ``blast`` sends ``count``
     ``agent_update`` upserts of one agent tagged with it (encoded once, up front)."""
-    frames = b"".join(
-        text_frame({"type": "session", "message": {"type": "agent_update", "payload": {
-            "kind": "upsert", "subscriptionId": "d-1", "agent": {**_AGENT, "updatedAt": f"2026-12-03T16:{n % 60:02d}:00Z"},
-        }}})
-        for n in range(count)
-    )  # fmt: skip
+
+    def update(n: int) -> bytes:
+        agent = {**_AGENT, "updatedAt": f"2026-12-03T16:{n % 60:02d}:00Z"}
+        payload = {"kind": "upsert", "subscriptionId": "d-1", "agent": agent}
+        return text_frame({"type": "session", "message": {"type": "agent_update", "payload": payload}})
+
+    frames = b"".join(update(n) for n in range(count))
 
     def handler(sock: Any, buffer: bytearray, frame: dict[str, Any]) -> bool:
         message = frame.get("message", {})
