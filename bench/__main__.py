@@ -29,6 +29,7 @@ from bench.measures import (
     timed,
 )
 from bench.measures_fanout import agents_fan_out, handlers_fan_out
+from bench.measures_cli import cli_wall_time
 from bench.measures_fleet import fleet_per_host
 from bench.measures_listeners import local_listeners
 from bench.measures_load import flow_controlled_consumer, reconnect_restore, rss_growth, slow_consumer
@@ -96,6 +97,7 @@ def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
         lambda: slow_consumer(size["slow"]),
         lambda: flow_controlled_consumer(size["flow"], size["flow_max"]),
         lambda: import_time(size["imports"]),
+        lambda: cli_wall_time(size["imports"]),
     ]
 
 
