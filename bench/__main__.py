@@ -28,8 +28,8 @@ from bench.measures import (
     stream_throughput,
     timed,
 )
-from bench.measures_fanout import agents_fan_out, handlers_fan_out
 from bench.measures_cli import cli_wall_time
+from bench.measures_fanout import agents_fan_out, handlers_fan_out
 from bench.measures_fleet import fleet_per_host
 from bench.measures_listeners import local_listeners
 from bench.measures_load import flow_controlled_consumer, reconnect_restore, rss_growth, slow_consumer
