@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import daemon_client as dc
-from daemon_client.testing import FakeDaemon
+from daemon_client.testing import FakeDaemon, FakeRelay
 from tests.reliability.conftest import wait_until
 
 FAST = dc.ReconnectPolicy(base_delay=0.05, max_delay=0.2, stable_after=0.5, retry_initial_connect=True)
@@ -48,7 +48,9 @@ class Events:
 
 @pytest.fixture
 def three() -> Iterator[tuple[dict[str, FakeDaemon], list[dc.Host]]]:
-    """relay-only (capable), dual direct+relay (selective), direct (broadcast)."""
+    """relay-only (capable), dual direct+relay (selective), direct (broadcast); the two relay
+    connections go through one relay, which tells the daemons apart by serverId."""
+    relay = FakeRelay()
     fakes = {
         "r": FakeDaemon(dc.HostKind.CAPABLE, server_id="srv-r"),
         "d": FakeDaemon(dc.HostKind.SELECTIVE, server_id="srv-d"),
@@ -59,14 +61,15 @@ def three() -> Iterator[tuple[dict[str, FakeDaemon], list[dc.Host]]]:
             fake.agents.upsert(title=f"{label}-first")
         direct = fakes["d"].serve()
         hosts = [
-            dc.Host("r", [fakes["r"].serve_relay()]),
-            dc.Host("d", [direct, fakes["d"].serve_relay()], preferred=direct),
+            dc.Host("r", [fakes["r"].serve_relay(relay)]),
+            dc.Host("d", [direct, fakes["d"].serve_relay(relay)], preferred=direct),
             dc.Host("w", [fakes["w"].serve()]),
         ]
         yield fakes, hosts
     finally:
         for fake in fakes.values():
             fake.close()
+        relay.close()
 
 
 def test_a_fleet_lists_follows_and_runs_across_three_hosts(three) -> None:
