@@ -33,6 +33,7 @@ from bench.measures_fanout import agents_fan_out, handlers_fan_out
 from bench.measures_fleet import fleet_per_host
 from bench.measures_listeners import local_listeners
 from bench.measures_load import flow_controlled_consumer, reconnect_restore, rss_growth, slow_consumer
+from bench.measures_parse import directory_parse
 from bench.measures_relay import relay_stream_throughput
 from bench.measures_terminal import terminal_output_throughput, terminal_snapshot_parses
 
@@ -49,6 +50,7 @@ SIZES = {
         "handlers": 2_000,
         "terminal": 20_000,
         "imports": 15,
+        "parse": 1_000,
     },
     "full": {
         "stream": 200_000,
@@ -62,6 +64,7 @@ SIZES = {
         "handlers": 20_000,
         "terminal": 200_000,
         "imports": 15,
+        "parse": 10_000,
     },
     "tiny": {
         "stream": 500,
@@ -75,6 +78,7 @@ SIZES = {
         "handlers": 100,
         "terminal": 500,
         "imports": 3,
+        "parse": 100,
     },
 }
 
@@ -91,6 +95,7 @@ def plan(size: dict[str, int]) -> list[Callable[[], Figure]]:
         lambda: local_listeners(size["handlers"]),
         lambda: terminal_output_throughput(size["terminal"]),
         terminal_snapshot_parses,
+        lambda: directory_parse(size["parse"]),
         lambda: reconnect_restore(size["restore"]),
         lambda: rss_growth(size["rss"]),
         lambda: memory_per_subscription(size["subs"]),

@@ -27,7 +27,7 @@ def test_bench_runs_and_reports_every_figure(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     report = json.loads(output.read_text())
     names = [figure["name"] for figure in report["figures"]]
-    assert len(names) == 17
+    assert len(names) == 18
     assert all(name in names for name in NEW_FIGURES), names
     assert all(isinstance(figure["value"], float | int) for figure in report["figures"])
     stream = next(figure for figure in report["figures"] if figure["name"] == NEW_FIGURES[0])
