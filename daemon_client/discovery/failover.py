@@ -13,15 +13,22 @@ host's is refused (:class:`~daemon_client.errors.ServerMismatch`); the first ``s
 is learned when the host had none. When the connection in use changes, ``on_switch`` is told
 (previous, current, reason).
 
+The round does not wait for every probe: it begins as soon as the preferred connection
+answered, or once every probe finished, or (no preferred connection, or it did not answer)
+:data:`SETTLE` seconds after the first answer; at most ``probe_timeout`` plus
+:data:`PROBE_GRACE`. The probes still running then are ended and count as not answering.
+
 Threads: the connection's **reader thread** calls :meth:`next`, :meth:`failed`,
-:meth:`round_left` and :meth:`admit`; each probe runs on a short-lived thread of its own,
-joined within ``probe_timeout``; :meth:`cancel` (``close()``, any thread) ends the probes in
-progress. Any thread may read :attr:`current`, :attr:`active` and :attr:`resolution`. The lock
-guards the fields below and is never held while probing or calling ``on_switch``.
+:meth:`round_left` and :meth:`admit`; each probe runs on a short-lived thread of its own
+(``probe-<label>-<n>``), ended and joined (bounded) before the round begins; :meth:`cancel`
+(``close()``, any thread) ends the probes in progress. Any thread may read :attr:`current`,
+:attr:`active` and :attr:`resolution`. The lock guards the fields below and is never held
+while probing or calling ``on_switch``.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -33,6 +40,13 @@ from daemon_client.discovery.hosts import DaemonTarget
 from daemon_client.discovery.profiles import Host, HostConnection
 from daemon_client.discovery.resolve import Resolution, Step
 from daemon_client.errors import ServerMismatch
+
+PROBE_GRACE = 1.0
+"""Seconds a round waits for a probe past ``probe_timeout`` (its client closing), and for the
+probes it ended to return."""
+SETTLE = 0.25
+"""Seconds a round keeps waiting, after the first answer, for a faster one (no preferred
+connection, or it did not answer)."""
 
 
 @attrs.frozen
@@ -80,6 +94,76 @@ def rank(host: Host, probes: list[Probe]) -> tuple[list[HostConnection], str]:
     return order, why
 
 
+class _ProbeRound:
+    """The probes of one round: their results as they come, and what ends those still running.
+
+    The reader thread :meth:`wait` s until the round can be ordered: the preferred connection
+    answered; or every probe finished; or, once the preferred one (if any) did not answer,
+    :data:`SETTLE` seconds after the first answer; bounded by the round's timeout. Probe
+    threads :meth:`register` and :meth:`finish`; :meth:`end` (reader thread, or ``cancel()``)
+    hands back what ends the probes still running. The condition's lock is never held while
+    one is ended.
+    """
+
+    def __init__(self, connections: list[HostConnection], preferred: HostConnection | None) -> None:
+        self._connections = connections
+        self._preferred = next((i for i, c in enumerate(connections) if c is preferred), None)
+        self._cond = threading.Condition()
+        self._results: dict[int, Probe] = {}
+        self._cancels: dict[int, Callable[[], None]] = {}
+        self._ended = False
+
+    def register(self, index: int, cancel: Callable[[], None]) -> None:
+        with self._cond:
+            if not self._ended and index not in self._results:
+                self._cancels[index] = cancel
+                return
+        cancel()  # the round is over already: this probe ends at once
+
+    def finish(self, index: int, probe: Probe) -> None:
+        with self._cond:
+            if self._ended:
+                return
+            self._results[index] = probe
+            self._cancels.pop(index, None)
+            self._cond.notify_all()
+
+    def _ready_locked(self, now: float, settle: list[float]) -> bool:
+        results = self._results
+        if self._ended or len(results) == len(self._connections):
+            return True
+        preferred = results.get(self._preferred) if self._preferred is not None else None
+        if preferred is not None and preferred.ok:
+            return True
+        if self._preferred is not None and preferred is None:
+            return False  # the preferred one may still answer
+        if not settle and any(p.ok for p in results.values()):
+            settle.append(now + SETTLE)
+        return bool(settle) and now >= settle[0]
+
+    def wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        settle: list[float] = []
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                if self._ready_locked(now, settle) or now >= deadline:
+                    return
+                self._cond.wait(max(0.0, min([deadline, *settle]) - now))
+
+    def end(self) -> list[Callable[[], None]]:
+        with self._cond:
+            self._ended = True
+            cancels, self._cancels = list(self._cancels.values()), {}
+            self._cond.notify_all()
+            return cancels
+
+    def results(self) -> list[Probe]:
+        with self._cond:
+            found = dict(self._results)
+        return [found.get(i, Probe(c, False, error="no answer in time")) for i, c in enumerate(self._connections)]
+
+
 class HostTargets:
     """Where the next attempt goes, for a client of a :class:`Host`; see the module docstring."""
 
@@ -107,7 +191,7 @@ class HostTargets:
         self._used: HostConnection | None = None  # of the latest session, kept after it ended
         self._last_lost: str | None = None
         self._probes: list[Probe] = []
-        self._cancels: list[Callable[[], None]] = []
+        self._round: _ProbeRound | None = None  # the probes in progress
         self._cancelled = False
         self._listeners: list[SwitchListener] = []
 
@@ -166,12 +250,9 @@ class HostTargets:
         """Any thread (``close()``): end the probes in progress; later rounds probe nothing."""
         with self._lock:
             self._cancelled = True
-            cancels, self._cancels = self._cancels, []
-        for cancel in cancels:
-            try:
-                cancel()
-            except Exception:  # noqa: BLE001 - ending a probe is best effort
-                self._log.debug("ending a probe failed", exc_info=True)
+            round_, self._round = self._round, None
+        if round_ is not None:
+            self._end(round_.end())
 
     # ------------------------------------------------------------------ reader thread
     def next(self) -> DaemonTarget:
@@ -249,22 +330,17 @@ class HostTargets:
         return order, why, probes
 
     def _probe_all(self, connections: list[HostConnection]) -> list[Probe]:
-        results: dict[int, Probe] = {}
-        done = threading.Event()
-        pending = [len(connections)]
-        guard = threading.Lock()
-
-        def register(cancel: Callable[[], None]) -> None:
-            with self._lock:
-                cancelled = self._cancelled
-                if not cancelled:
-                    self._cancels.append(cancel)
-            if cancelled:
-                cancel()
+        """Probe every connection at once; return as soon as the round can be ordered (see
+        :class:`_ProbeRound`), ending the probes still running."""
+        round_ = _ProbeRound(connections, self._host.preferred)
+        with self._lock:
+            if self._cancelled:
+                return [Probe(c, False, error="closed") for c in connections]
+            self._round = round_
 
         def run(index: int, connection: HostConnection) -> None:
             try:
-                probe = self._prober(connection, self._probe_timeout, register)
+                probe = self._prober(connection, self._probe_timeout, functools.partial(round_.register, index))
             except Exception as exc:  # noqa: BLE001 - a probe that fails is a connection that did not answer
                 probe = Probe(connection, False, error=f"the probe failed: {type(exc).__name__}")
             if probe.ok and probe.server_id is not None:
@@ -274,29 +350,30 @@ class HostTargets:
                     probe = attrs.evolve(
                         probe, ok=False, error=f"reached the daemon {probe.server_id!r}, not {expected!r}"
                     )
-            with guard:
-                results[index] = probe
-                pending[0] -= 1
-                if pending[0] == 0:
-                    done.set()
+            round_.finish(index, probe)
 
-        with self._lock:
-            if self._cancelled:
-                return [Probe(c, False, error="closed") for c in connections]
         threads = [
             threading.Thread(target=run, args=(i, c), name=f"probe-{self._host.label}-{i}", daemon=True)
             for i, c in enumerate(connections)
         ]
-        deadline = time.monotonic() + self._probe_timeout + 1.0
         for thread in threads:
             thread.start()
-        done.wait(max(0.0, deadline - time.monotonic()))
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        round_.wait(self._probe_timeout + PROBE_GRACE)
+        self._end(round_.end())
         with self._lock:
-            self._cancels = []
-        with guard:
-            return [results.get(i, Probe(c, False, error="no answer in time")) for i, c in enumerate(connections)]
+            if self._round is round_:
+                self._round = None
+        deadline = time.monotonic() + PROBE_GRACE
+        for thread in threads:  # those still running were just ended: they return at once
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return round_.results()
+
+    def _end(self, cancels: list[Callable[[], None]]) -> None:
+        for cancel in cancels:
+            try:
+                cancel()
+            except Exception:  # noqa: BLE001 - ending a probe is best effort
+                self._log.debug("ending a probe failed", exc_info=True)
 
     def __repr__(self) -> str:
         return f"<HostTargets {self._host.label} {self.current.url}>"
