@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from daemon_client.discovery.hosts import DaemonTarget
 from daemon_client.discovery.resolve import Resolution
-from daemon_client.errors import ServerMismatch
+from daemon_client.errors import DaemonClientError, ServerMismatch
 
 if TYPE_CHECKING:
     from daemon_client.discovery.failover import SwitchListener
@@ -45,6 +45,9 @@ class Targets(Protocol):
 
     def admit(self, server_id: str) -> ServerMismatch | None:
         """Reader thread, at a handshake: ``None`` if this daemon may be used, else the refusal."""
+
+    def explain(self, error: DaemonClientError) -> DaemonClientError:
+        """Reader thread, when the client gives up: the error to report for ``error``."""
 
     def cancel(self) -> None:
         """Any thread, at ``close()``: end any lookup in progress."""
@@ -109,6 +112,9 @@ class TargetSource:
 
     def admit(self, server_id: str) -> ServerMismatch | None:
         return None  # any daemon at the address is the one asked for
+
+    def explain(self, error: DaemonClientError) -> DaemonClientError:
+        return error  # one address: the attempt's own error says it all
 
     def cancel(self) -> None:
         pass

@@ -18,8 +18,11 @@ answered, or once every probe finished, or (no preferred connection, or it did n
 :data:`SETTLE` seconds after the first answer; at most ``probe_timeout`` plus
 :data:`PROBE_GRACE`. The probes still running then are ended and count as not answering.
 
+When the client gives up, :meth:`explain` names in its error what each connection of the
+last round answered.
+
 Threads: the connection's **reader thread** calls :meth:`next`, :meth:`failed`,
-:meth:`round_left` and :meth:`admit`; each probe runs on a short-lived thread of its own
+:meth:`round_left`, :meth:`admit` and :meth:`explain`; each probe runs on a short-lived thread of its own
 (``probe-<label>-<n>``), ended and joined (bounded) before the round begins; :meth:`cancel`
 (``close()``, any thread) ends the probes in progress. Any thread may read :attr:`current`,
 :attr:`active` and :attr:`resolution`. The lock guards the fields below and is never held
@@ -39,7 +42,7 @@ import attrs
 from daemon_client.discovery.hosts import DaemonTarget
 from daemon_client.discovery.profiles import Host, HostConnection
 from daemon_client.discovery.resolve import Resolution, Step
-from daemon_client.errors import ServerMismatch
+from daemon_client.errors import DaemonClientError, ServerMismatch
 
 PROBE_GRACE = 1.0
 """Seconds a round waits for a probe past ``probe_timeout`` (its client closing), and for the
@@ -190,6 +193,7 @@ class HostTargets:
         self._active: HostConnection | None = None  # of the live session
         self._used: HostConnection | None = None  # of the latest session, kept after it ended
         self._last_lost: str | None = None
+        self._failures: list[str] = []  # why each attempt of this round failed
         self._probes: list[Probe] = []
         self._round: _ProbeRound | None = None  # the probes in progress
         self._cancelled = False
@@ -263,6 +267,7 @@ class HostTargets:
             order, why, probes = self._begin_round()
             with self._lock:
                 self._order, self._why, self._probes, self._tried = order, why, probes, 0
+                self._failures = []
         with self._lock:
             connection = self._order[self._tried]
             self._tried += 1
@@ -284,6 +289,28 @@ class HostTargets:
             if lost is not None:
                 self._last_lost = f"{lost.id} was lost ({reason})"
                 self._tried = len(self._order)  # a lost session starts a new round: probe again
+                self._failures = []
+            else:
+                self._failures.append(f"{self._attempting.id}: {reason}")
+
+    def explain(self, error: DaemonClientError) -> DaemonClientError:
+        """When the client gives up: ``error`` (the last attempt's), its message naming what
+        every connection of the round answered, for a host of several connections."""
+        with self._lock:
+            failures = list(self._failures)
+        if len(failures) < 2:
+            return error
+        message = f"host {self._host.label}: no connection reached its daemon ({'; '.join(failures)})"
+        found: DaemonClientError
+        try:
+            if isinstance(error, ServerMismatch):
+                found = ServerMismatch(message, expected=error.expected, found=error.found, connection=error.connection)
+            else:
+                found = type(error)(message)
+        except Exception:  # noqa: BLE001 - an error that cannot be rebuilt is kept as it is
+            return error
+        found.__cause__ = error
+        return found
 
     def admit(self, server_id: str) -> ServerMismatch | None:
         """At a handshake: ``None`` if this daemon is the host's (learning its ``serverId`` if

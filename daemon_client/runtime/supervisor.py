@@ -178,6 +178,7 @@ class Supervisor:
                     or (not link.ever_connected and not policy.retry_initial_connect)
                 )
                 if give_up:
+                    lost = link.last_error = self._opts.targets.explain(lost)  # a host: every connection's answer
                     link.set_state_locked(ConnectionState.DISCONNECTED, str(lost))
                     waiters = link.take_waiters_locked()
                     self._retire_locked()
