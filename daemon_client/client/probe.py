@@ -4,7 +4,8 @@
 reconnects, no heartbeat), waits for ``server_info``, measures one ``ping`` and closes it.
 It never raises: what went wrong is in the :class:`~daemon_client.discovery.Probe`. The
 caller's ``on_cancel`` hook gets a function that ends the probe at once (``close()`` of the
-client being probed for). Runs on the thread that calls it (a probe thread of
+client being probed for). The probing clients log under ``daemon_client.hosts.probe``, at
+WARNING and up unless that logger's level is set. Runs on the thread that calls it (a probe thread of
 :class:`~daemon_client.discovery.HostTargets`, or the CLI's ``hosts probe``).
 """
 
@@ -22,6 +23,8 @@ from daemon_client.discovery.profiles import Host, HostConnection
 from daemon_client.errors import DaemonClientError
 
 _log = logging.getLogger("daemon_client.hosts.probe")
+if _log.level == logging.NOTSET:  # a probing client's state changes are noise: WARNING and up, unless set
+    _log.setLevel(logging.WARNING)
 
 
 def probe(
