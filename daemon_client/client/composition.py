@@ -198,6 +198,13 @@ class Client:
             probe_timeout=min(connect_timeout, PROBE_TIMEOUT),
         )
         self._dialing = dialing
+        self._connect_limit: float | None = None  # connect()'s default bound, for a host: a whole round
+        host = dialing.targets.host
+        if host is not None and len(host.connections) > 1:
+            from daemon_client.discovery.failover import PROBE_GRACE  # imported already: a host's targets
+
+            rounds = min(connect_timeout, PROBE_TIMEOUT) + PROBE_GRACE + connect_timeout * len(host.connections)
+            self._connect_limit = rounds + 5.0
         self._targets = dialing.targets
         password = dialing.password
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
@@ -302,12 +309,13 @@ class Client:
         """Connect and complete the handshake; return the daemon's ``server_info``.
 
         Blocks the calling thread up to ``timeout`` (default: ``connect_timeout`` plus a
-        grace). If this first attempt fails it raises (``ConnectionLost``,
+        grace; for a host of several connections, a whole round: the probes and one attempt
+        on each connection, plus the grace). If this first attempt fails it raises (``ConnectionLost``,
         ``ConnectTimeout``, ``AuthenticationError``, ``ProtocolError``) and the client
         stays disconnected, unless ``ReconnectPolicy(retry_initial_connect=True)``.
         Once connected, drops are healed by automatic reconnects.
         """
-        return self._connection.connect(timeout)
+        return self._connection.connect(timeout if timeout is not None else self._connect_limit)
 
     def close(self, timeout: float = 5.0) -> None:
         """Close for good. Idempotent; safe from any thread, including callbacks.
