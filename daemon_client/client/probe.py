@@ -50,6 +50,8 @@ def probe(
     )
     if connection.effective_password is not None:
         options["password"] = connection.effective_password
+    if not connection.target.ws_url.startswith("wss://"):
+        options.pop("ssl_context", None)  # a host's TLS settings are for its wss:// connections
     try:
         client = Client(connection.address, **options)
     except (ValueError, DaemonClientError, ImportError) as exc:

@@ -267,7 +267,7 @@ class Supervisor:
             timeout=opts.connect_timeout,
             headers=self._headers,
             subprotocols=self._subprotocols,
-            ssl_context=opts.ssl_context,
+            ssl_context=opts.ssl_context if opts.routes is None or target.ws_url.startswith("wss://") else None,
             max_frame_bytes=opts.max_frame_bytes,
             proxy=opts.proxy,
         )
