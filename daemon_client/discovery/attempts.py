@@ -40,8 +40,13 @@ class Targets(Protocol):
     def round_left(self) -> bool:
         """Reader thread, after a failed attempt: another target is to be tried at once."""
 
-    def failed(self, reason: str) -> None:
-        """Reader thread: the attempt or session on the current target ended."""
+    def failed(self, reason: str, terminal: bool = False) -> None:
+        """Reader thread: the attempt or session on the current target ended (``terminal``:
+        retrying it cannot help)."""
+
+    def terminal(self, terminal: bool) -> bool:
+        """Reader thread, after :meth:`failed`: whether the client must stop trying, given
+        that the failure was ``terminal`` for its target."""
 
     def admit(self, server_id: str) -> ServerMismatch | None:
         """Reader thread, at a handshake: ``None`` if this daemon may be used, else the refusal."""
@@ -107,8 +112,11 @@ class TargetSource:
     def round_left(self) -> bool:
         return False  # one address: a failed attempt waits for the backoff
 
-    def failed(self, reason: str) -> None:
+    def failed(self, reason: str, terminal: bool = False) -> None:
         pass
+
+    def terminal(self, terminal: bool) -> bool:
+        return terminal  # one address: what cannot work there cannot work at all
 
     def admit(self, server_id: str) -> ServerMismatch | None:
         return None  # any daemon at the address is the one asked for

@@ -194,6 +194,7 @@ class HostTargets:
         self._used: HostConnection | None = None  # of the latest session, kept after it ended
         self._last_lost: str | None = None
         self._failures: list[str] = []  # why each attempt of this round failed
+        self._terminal: list[bool] = []  # and whether retrying it could not help
         self._probes: list[Probe] = []
         self._round: _ProbeRound | None = None  # the probes in progress
         self._cancelled = False
@@ -267,7 +268,7 @@ class HostTargets:
             order, why, probes = self._begin_round()
             with self._lock:
                 self._order, self._why, self._probes, self._tried = order, why, probes, 0
-                self._failures = []
+                self._failures, self._terminal = [], []
         with self._lock:
             connection = self._order[self._tried]
             self._tried += 1
@@ -281,17 +282,27 @@ class HostTargets:
         with self._lock:
             return self._tried < len(self._order) and not self._cancelled
 
-    def failed(self, reason: str) -> None:
-        """The attempt, or the session, on the connection being used ended."""
+    def failed(self, reason: str, terminal: bool = False) -> None:
+        """The attempt, or the session, on the connection being used ended (``terminal``:
+        retrying that connection cannot help)."""
         with self._lock:
             lost = self._active
             self._active = None
             if lost is not None:
                 self._last_lost = f"{lost.id} was lost ({reason})"
                 self._tried = len(self._order)  # a lost session starts a new round: probe again
-                self._failures = []
+                self._failures, self._terminal = [], []
             else:
                 self._failures.append(f"{self._attempting.id}: {reason}")
+                self._terminal.append(terminal)
+
+    def terminal(self, terminal: bool) -> bool:
+        """After :meth:`failed`: a failure that cannot be helped by retrying its connection
+        stops the client only once every connection of the round failed so; until then the
+        others are tried, and a round where any failure may pass is tried again later."""
+        with self._lock:
+            flags = self._terminal
+            return terminal and self._tried >= len(self._order) and len(flags) == len(self._order) and all(flags)
 
     def explain(self, error: DaemonClientError) -> DaemonClientError:
         """When the client gives up: ``error`` (the last attempt's), its message naming what

@@ -148,7 +148,8 @@ class Supervisor:
                     return
                 link.set_state_locked(ConnectionState.CONNECTING, f"attempt {attempt}")
             failure, connected_for = self._run_once()
-            self._opts.targets.failed(str(failure.error) or type(failure.error).__name__)
+            targets = self._opts.targets
+            targets.failed(str(failure.error) or type(failure.error).__name__, failure.terminal)
             self._heartbeat.stop()
             for hooks in link.hooks:
                 if hooks.disconnect is not None:
@@ -164,7 +165,8 @@ class Supervisor:
             lost = failure.error
             message = str(lost) or "Connection lost"
             self._requests.fail_all(functools.partial(_connection_lost, message))
-            round_left = not failure.terminal and connected_for is None and self._opts.targets.round_left()
+            terminal = targets.terminal(failure.terminal)  # a host: only once each of its connections failed so
+            round_left = not terminal and connected_for is None and targets.round_left()
             with link.lock:
                 link.last_error = lost
                 if connected_for is not None:
@@ -173,9 +175,7 @@ class Supervisor:
                     self._retire_locked()
                     return
                 give_up = not round_left and (
-                    failure.terminal
-                    or not policy.enabled
-                    or (not link.ever_connected and not policy.retry_initial_connect)
+                    terminal or not policy.enabled or (not link.ever_connected and not policy.retry_initial_connect)
                 )
                 if give_up:
                     lost = link.last_error = self._opts.targets.explain(lost)  # a host: every connection's answer

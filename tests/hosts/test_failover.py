@@ -172,3 +172,35 @@ def test_close_right_after_a_failover_leaves_no_thread(
     assert switched.wait(15)
     close_and_check(client)
     wait_until(lambda: client.state is dc.ConnectionState.DISPOSED, 5, "not disposed")
+
+
+def test_a_connection_that_can_never_work_does_not_end_the_reconnects(
+    fakes: Callable[..., FakeDaemon], host_client: HostClientFactory
+) -> None:
+    """A pipe (which cannot be dialled here) fails for good, but only that connection: the
+    client keeps reconnecting and is back once the direct route returns."""
+    fake = fakes(server_id="srv-a")
+    direct = fake.serve()
+    host = dc.Host("laptop", [direct, "pipe://paseo"], preferred=direct)
+    client = host_client(host)
+    states: list[tuple[dc.ConnectionState, str]] = []
+    back = threading.Event()
+
+    def on_state(_old: dc.ConnectionState, new: dc.ConnectionState, why: str) -> None:
+        states.append((new, why))
+        if new is dc.ConnectionState.CONNECTED and len([s for s, _ in states if s is new]) == 2:
+            back.set()
+
+    client.on_state_change(on_state)
+    client.connect()
+    fake.interrupt_loopback(1.0)
+    assert back.wait(15), states
+    assert client.active_connection is host.preferred
+    assert any("pipe" in why for state, why in states if state is dc.ConnectionState.DISCONNECTED)
+
+
+def test_a_single_connection_that_can_never_work_gives_up(host_client: HostClientFactory) -> None:
+    client = host_client(dc.Host("laptop", ["pipe://paseo"]))
+    with pytest.raises(dc.ConnectionLost):
+        client.connect()
+    assert client.state is dc.ConnectionState.DISCONNECTED
