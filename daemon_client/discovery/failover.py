@@ -233,7 +233,8 @@ class HostTargets:
     @property
     def resolution(self) -> Resolution:
         with self._lock:
-            connection, why, probes = self._active or self._attempting, self._why, list(self._probes)
+            connection, probes = self._active or self._attempting, list(self._probes)
+            why = self._why_locked(connection)
         found = {id(p.connection): p for p in probes}
         steps = tuple(
             Step(
@@ -342,7 +343,7 @@ class HostTargets:
             previous, self._used, self._active = self._used, connection, connection
             lost, self._last_lost = self._last_lost, None
             listeners = list(self._listeners) if previous is not connection else []
-            why = self._why
+            why = self._why_locked(connection)
         if learned and self._on_learn is not None:
             try:
                 self._on_learn(server_id)
@@ -356,6 +357,12 @@ class HostTargets:
             for listener in listeners:
                 listener(previous, connection, reason)
         return None
+
+    def _why_locked(self, connection: HostConnection) -> str:
+        """Why ``connection`` is used: the round's ranking for its first, else the failures before it."""
+        if not self._order or connection is self._order[0] or not self._failures:
+            return self._why
+        return f"tried after {'; '.join(self._failures)}"
 
     def _begin_round(self) -> tuple[list[HostConnection], str, list[Probe]]:
         connections = list(self._host.ordered())

@@ -383,3 +383,32 @@ def test_readers_on_16_threads_while_the_reader_thread_works() -> None:
     assert not errors, errors[:3]
     assert reads[0] > 0
     assert not [r for r in readers if r.is_alive()]
+
+
+def test_the_reason_of_a_connection_tried_after_others_names_their_failures() -> None:
+    heard: list[str] = []
+    t = targets(host(preferred="a:1"), Script(**{A: ("ok", 0.01), B: ("ok", 0.02)}))
+    t.add_switch_listener(lambda _previous, _current, why: heard.append(why))
+    t.next()
+    t.failed("Connection refused")
+    assert t.round_left()
+    t.next()
+    assert t.admit("srv-a") is None
+    assert heard == [f"tried after {A}: Connection refused"]
+    assert t.resolution.reason == f"host laptop: {B} (tried after {A}: Connection refused)"
+
+
+def test_terminal_failures_end_the_client_only_once_every_connection_failed_so() -> None:
+    t = targets(host(), Script())
+    t.next()
+    t.failed("cannot be dialled", True)
+    assert t.terminal(True) is False  # the others are still to be tried
+    t.next()
+    t.failed("refused", False)
+    t.next()
+    t.failed("cannot be dialled", True)
+    assert t.terminal(True) is False  # one failure of the round may pass: try again later
+    for _ in range(3):
+        t.next()
+        t.failed("cannot be dialled", True)
+    assert t.terminal(True) is True
