@@ -204,3 +204,56 @@ def test_a_single_connection_that_can_never_work_gives_up(host_client: HostClien
     with pytest.raises(dc.ConnectionLost):
         client.connect()
     assert client.state is dc.ConnectionState.DISCONNECTED
+
+
+@pytest.mark.usefixtures("fast_switching")
+def test_readers_on_16_threads_during_a_failover(
+    fakes: Callable[..., FakeDaemon], host_client: HostClientFactory
+) -> None:
+    fake, host = dual(fakes)
+    client = host_client(host)
+    _changes, switched = record_changes(client)
+    client.connect()
+    ids = {c.id for c in host.connections}
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            while not stop.is_set():
+                assert client.url.startswith(("ws://", "relay://"))
+                active = client.active_connection
+                assert active is None or active.id in ids
+                assert client.resolution.reason.startswith("host laptop: ")
+                assert client.host is not None
+                assert client.host.server_id == "srv-a"
+        except BaseException as exc:
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read, name=f"test-reader-{i}") for i in range(16)]
+    for reader in readers:
+        reader.start()
+    try:
+        fake.interrupt_loopback(60.0)
+        assert switched.wait(15)
+        client.ping()
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join(10)
+    assert not errors, errors[:3]
+
+
+def test_a_client_of_one_address_has_no_host(fakes: Callable[..., FakeDaemon]) -> None:
+    fake = fakes(server_id="srv-a")
+    client = dc.Client(fake.serve())
+    heard: list[object] = []
+    client.on_connection_change(lambda *args: heard.append(args))
+    try:
+        client.connect()
+        assert client.host is None
+        assert client.active_connection is None
+        assert client.flush_callbacks(5)
+        assert heard == []
+    finally:
+        close_and_check(client)

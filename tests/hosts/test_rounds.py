@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -329,19 +329,7 @@ def test_reconnecting_on_the_same_connection_is_no_switch() -> None:
 
 
 # ------------------------------------------------------------------ threads
-@pytest.fixture
-def narrow_switching() -> Iterator[None]:
-    import sys
-
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
-
-
-@pytest.mark.usefixtures("narrow_switching")
+@pytest.mark.usefixtures("fast_switching")  # sys.setswitchinterval(1e-6), restored after
 def test_readers_on_16_threads_while_the_reader_thread_works() -> None:
     script = Script(**{A: ("ok", 0.02), B: ("ok", 0.01), C: "silent"})
     t = targets(host(preferred="a:1"), script)
