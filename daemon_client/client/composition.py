@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.client.credentials import check_auth_header
-from daemon_client.client.dialing import PROBE_TIMEOUT, plan_dialing, probe_lazily, traced_routes
+from daemon_client.client.dialing import PROBE_TIMEOUT, connect_limit, plan_dialing, probe_lazily, traced_routes
 from daemon_client.client.namespaces import Namespaces
 from daemon_client.client.switches import ConnectionListener, ConnectionListeners
 from daemon_client.config import (
@@ -198,13 +198,7 @@ class Client:
             probe_timeout=min(connect_timeout, PROBE_TIMEOUT),
         )
         self._dialing = dialing
-        self._connect_limit: float | None = None  # connect()'s default bound, for a host: a whole round
-        host = dialing.targets.host
-        if host is not None and len(host.connections) > 1:
-            from daemon_client.discovery.failover import PROBE_GRACE  # imported already: a host's targets
-
-            rounds = min(connect_timeout, PROBE_TIMEOUT) + PROBE_GRACE + connect_timeout * len(host.connections)
-            self._connect_limit = rounds + 5.0
+        self._connect_limit = connect_limit(dialing, connect_timeout)  # a host's: a whole round
         self._targets = dialing.targets
         password = dialing.password
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"

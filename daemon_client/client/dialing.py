@@ -266,6 +266,17 @@ PROBE_TIMEOUT = 3.0
 """Seconds each probe of a host's connection may take (a handshake and a ping), at most."""
 
 
+def connect_limit(dialing: Dialing, connect_timeout: float) -> float | None:
+    """``connect()``'s default bound for a host of several connections: a whole round (its
+    probes, then one attempt on each connection) plus the usual grace; ``None`` otherwise."""
+    host = dialing.targets.host
+    if host is None or len(host.connections) < 2:
+        return None
+    from daemon_client.discovery.failover import PROBE_GRACE  # imported already: a host's targets
+
+    return min(connect_timeout, PROBE_TIMEOUT) + PROBE_GRACE + connect_timeout * len(host.connections) + 5.0
+
+
 def probe_lazily(
     connection: HostConnection, timeout: float, on_cancel: Callable[[Callable[[], None]], None], **options: Any
 ) -> Probe:

@@ -1,7 +1,7 @@
 """What the handshake sends and how its failures are read (protocol 1.3, 1.4, 1.8, 10.4).
 
 Pure functions used by the connection supervisor's reader thread: the ``hello``, the
-authentication carriers of the upgrade request, and the mapping of close codes and
+authentication carriers of the upgrade request (per route, :class:`Carriers`), and the mapping of close codes and
 ``hello.rejected`` to exceptions that say what to do.
 """
 
@@ -18,10 +18,12 @@ from daemon_client.errors import (
     ProtocolError,
     ProtocolVersionError,
 )
+from daemon_client.protocol.codec import encode_hello
 from daemon_client.protocol.hosts import CLIENT_CAPABILITIES
 
 if TYPE_CHECKING:
     from daemon_client.protocol.frame_models import Hello, HelloRejected
+    from daemon_client.runtime.options import Route
 
 CLOSE_HELLO_TIMEOUT = 4001
 CLOSE_INVALID = 4002
@@ -51,6 +53,23 @@ def auth_carriers(password: str | None, auth_header: str | None = None) -> tuple
     if not is_token_safe(password):
         return {}, ()
     return {"Authorization": f"Bearer {password}"}, (f"paseo.bearer.{password}",)
+
+
+class Carriers:
+    """Per route (a host's connections differ in password): the upgrade headers, subprotocols
+    and encoded ``hello``, built once each. Used by the reader thread only."""
+
+    def __init__(self, client_id: str, app_version: str, auth_header: str | None) -> None:
+        self._client_id, self._app_version, self._auth_header = client_id, app_version, auth_header
+        self._known: dict[int, tuple[Route, dict[str, str], tuple[str, ...], str]] = {}
+
+    def of(self, route: Route) -> tuple[dict[str, str], tuple[str, ...], str]:
+        known = self._known.get(id(route))
+        if known is None or known[0] is not route:
+            headers, subprotocols = auth_carriers(route.password, self._auth_header)
+            hello = encode_hello(build_hello(self._client_id, self._app_version, route.password))
+            known = self._known[id(route)] = (route, headers, subprotocols, hello)
+        return known[1], known[2], known[3]
 
 
 class Failure(Record):

@@ -34,7 +34,6 @@ from daemon_client.errors import (
 from daemon_client.protocol.codec import (
     MalformedFrame,
     decode_frame,
-    encode_hello,
     preview,
     redact_hello,
 )
@@ -44,15 +43,14 @@ from daemon_client.protocol.replies import is_reply
 from daemon_client.protocol.server_info import read_server_info
 from daemon_client.runtime.affinity import pin_current_thread
 from daemon_client.runtime.handshake import (
+    Carriers,
     Failure,
-    auth_carriers,
-    build_hello,
     failure_for_close,
     failure_for_rejection,
 )
 from daemon_client.runtime.heartbeat import HeartbeatMonitor
 from daemon_client.runtime.link import CLOSE_GRACE, Link, Socket
-from daemon_client.runtime.options import ConnectionOptions, Route
+from daemon_client.runtime.options import ConnectionOptions
 from daemon_client.runtime.requests import PendingRequest, RequestTable, settle
 from daemon_client.runtime.writer import Writer
 from daemon_client.state import ConnectionState
@@ -104,17 +102,7 @@ class Supervisor:
         self._log = link.log
         self._frame_log = link.log.getChild("frames")
         self._route = options.route(options.targets.current)
-        self._credentials: dict[int, tuple[Route, dict[str, str], tuple[str, ...], str]] = {}
-        self._headers, self._subprotocols, self._hello_text = self._carriers(self._route)
-
-    def _carriers(self, route: Route) -> tuple[dict[str, str], tuple[str, ...], str]:
-        """Reader thread: the upgrade headers, subprotocols and ``hello`` of ``route``, built once each."""
-        known = self._credentials.get(id(route))
-        if known is None or known[0] is not route:
-            headers, subprotocols = auth_carriers(route.password, self._opts.auth_header)
-            hello = encode_hello(build_hello(self._opts.client_id, self._opts.app_version, route.password))
-            known = self._credentials[id(route)] = (route, headers, subprotocols, hello)
-        return known[1], known[2], known[3]
+        self._carriers = Carriers(options.client_id, options.app_version, options.auth_header)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -148,8 +136,7 @@ class Supervisor:
                     return
                 link.set_state_locked(ConnectionState.CONNECTING, f"attempt {attempt}")
             failure, connected_for = self._run_once()
-            targets = self._opts.targets
-            targets.failed(str(failure.error) or type(failure.error).__name__, failure.terminal)
+            self._opts.targets.failed(str(failure.error) or type(failure.error).__name__, failure.terminal)
             self._heartbeat.stop()
             for hooks in link.hooks:
                 if hooks.disconnect is not None:
@@ -163,10 +150,9 @@ class Supervisor:
                     self._retire_locked()
                 return
             lost = failure.error
-            message = str(lost) or "Connection lost"
-            self._requests.fail_all(functools.partial(_connection_lost, message))
-            terminal = targets.terminal(failure.terminal)  # a host: only once each of its connections failed so
-            round_left = not terminal and connected_for is None and targets.round_left()
+            self._requests.fail_all(functools.partial(_connection_lost, str(lost) or "Connection lost"))
+            terminal = self._opts.targets.terminal(failure.terminal)  # a host: once each connection failed so
+            round_left = not terminal and connected_for is None and self._opts.targets.round_left()
             with link.lock:
                 link.last_error = lost
                 if connected_for is not None:
@@ -260,13 +246,13 @@ class Supervisor:
         route = self._route
         if route.insecure_refusal is not None:
             return Failure(InsecureCredentials(route.insecure_refusal), terminal=True)
-        self._headers, self._subprotocols, self._hello_text = self._carriers(route)
+        headers, subprotocols, hello_text = self._carriers.of(route)
         params = ConnectParams(
             url=target.ws_url,
             unix_socket=target.path if target.kind is TargetKind.UNIX else None,
             timeout=opts.connect_timeout,
-            headers=self._headers,
-            subprotocols=self._subprotocols,
+            headers=headers,
+            subprotocols=subprotocols,
             ssl_context=opts.ssl_context if opts.routes is None or target.ws_url.startswith("wss://") else None,
             max_frame_bytes=opts.max_frame_bytes,
             proxy=opts.proxy,
@@ -310,9 +296,9 @@ class Supervisor:
             set_sink(writer.call)  # pongs and close echoes are written by the writer thread
         writer.start()
         if self._frame_log.isEnabledFor(logging.DEBUG):
-            self._frame_log.debug("-> %s", redact_hello(self._hello_text))
+            self._frame_log.debug("-> %s", redact_hello(hello_text))
         try:
-            writer.send(self._hello_text)
+            writer.send(hello_text)
         except ConnectionLost as exc:
             return sock.failure or Failure(ConnectionLost(f"Connection lost during the handshake: {exc}"))
         return None
