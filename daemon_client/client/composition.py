@@ -177,6 +177,7 @@ class Client:
         auth_header = check_auth_header(auth_header)
         factory: Callable[[], Transport] = transport_factory or WebSocketTransport
         probe_options: dict[str, Any] = {
+            "make_client": Client,
             "password": password,
             "transport_factory": transport_factory,
             "ssl_context": ssl_context,

@@ -278,12 +278,18 @@ def connect_limit(dialing: Dialing, connect_timeout: float) -> float | None:
 
 
 def probe_lazily(
-    connection: HostConnection, timeout: float, on_cancel: Callable[[Callable[[], None]], None], **options: Any
+    connection: HostConnection,
+    timeout: float,
+    on_cancel: Callable[[Callable[[], None]], None],
+    *,
+    make_client: Callable[..., Any],
+    **options: Any,
 ) -> Probe:
-    """Probe one connection of a host (the probe module is imported when a host first probes)."""
-    from daemon_client.client.probe import probe
+    """Probe one connection of a host with a client made by ``make_client`` (the probing
+    module is imported when a host first probes)."""
+    from daemon_client.client.probing import probe_with
 
-    return probe(connection, timeout, on_cancel, **options)
+    return probe_with(make_client, connection, timeout, on_cancel, **options)
 
 
 def traced_routes(
