@@ -57,11 +57,13 @@ def auth_carriers(password: str | None, auth_header: str | None = None) -> tuple
 
 class Carriers:
     """Per route (a host's connections differ in password): the upgrade headers, subprotocols
-    and encoded ``hello``, built once each. Used by the reader thread only."""
+    and encoded ``hello``, built once each. Made with the client (its first route's at once),
+    then used by the reader thread only."""
 
-    def __init__(self, client_id: str, app_version: str, auth_header: str | None) -> None:
+    def __init__(self, client_id: str, app_version: str, auth_header: str | None, first: Route) -> None:
         self._client_id, self._app_version, self._auth_header = client_id, app_version, auth_header
         self._known: dict[int, tuple[Route, dict[str, str], tuple[str, ...], str]] = {}
+        self.of(first)  # the first hello is built with the client, as it always was
 
     def of(self, route: Route) -> tuple[dict[str, str], tuple[str, ...], str]:
         known = self._known.get(id(route))

@@ -102,7 +102,7 @@ class Supervisor:
         self._log = link.log
         self._frame_log = link.log.getChild("frames")
         self._route = options.route(options.targets.current)
-        self._carriers = Carriers(options.client_id, options.app_version, options.auth_header)
+        self._carriers = Carriers(options.client_id, options.app_version, options.auth_header, self._route)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
