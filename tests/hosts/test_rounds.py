@@ -18,6 +18,8 @@ import daemon_client as dc
 from daemon_client.discovery import RelayTarget
 from daemon_client.discovery.failover import HostTargets, Probe
 
+from .conftest import wait_until
+
 KEY = bytes(range(32))
 RELAY = RelayTarget("relay.example:443", "srv-a", KEY)
 LOG = logging.getLogger("daemon_client.hosts.test")
@@ -186,7 +188,7 @@ def test_the_round_begins_once_the_preferred_answered() -> None:
     script = Script(**{A: ("ok", 0.01), B: "block", C: "block"})
     t = targets(host(preferred="a:1"), script, probe_timeout=60.0)
     assert next_within(t) == A
-    assert sorted(script.ended) == [B, C]  # the probes still running were ended
+    wait_until(lambda: sorted(script.ended) == [B, C], LIVENESS, "the probes still running were not ended")
     assert {p.connection.id: p.ok for p in t.probes} == {A: True, B: False, C: False}
 
 
@@ -194,21 +196,21 @@ def test_without_a_preferred_the_round_begins_shortly_after_the_first_answer() -
     script = Script(**{B: ("ok", 0.01), A: "block", C: "silent"})
     t = targets(host(), script, probe_timeout=60.0)
     assert next_within(t) == B
-    assert script.ended == [A]
+    wait_until(lambda: script.ended == [A], LIVENESS, "the blocked probe was not ended")
 
 
 def test_a_silent_preferred_then_the_first_answer_settles_the_round() -> None:
     script = Script(**{A: "silent", B: ("ok", 0.01), C: "block"})
     t = targets(host(preferred="a:1"), script, probe_timeout=60.0)
     assert next_within(t) == B
-    assert script.ended == [C]
+    wait_until(lambda: script.ended == [C], LIVENESS, "the blocked probe was not ended")
 
 
 def test_nothing_answering_waits_at_most_the_probe_timeout() -> None:
     script = Script(**{A: "block", B: "block", C: "silent"})
     t = targets(host(), script, probe_timeout=0.2)
     assert next_within(t) == A
-    assert sorted(script.ended) == [A, B]
+    wait_until(lambda: sorted(script.ended) == [A, B], LIVENESS, "the blocked probes were not ended")
 
 
 # ------------------------------------------------------------------ cancel
@@ -245,7 +247,6 @@ def test_a_probe_registering_after_the_round_ended_is_ended_at_once() -> None:
         return Probe(connection, False, error="late")
 
     t = HostTargets(dc.Host("laptop", ["a:1", "b:1"], preferred="a:1"), prober, LOG, probe_timeout=60.0)
-    threading.Timer(0.05, late.set).start()
     assert t.next() == dc.HostConnection("a:1").target
     late.set()
     assert ended.wait(LIVENESS)
