@@ -128,3 +128,21 @@ def test_connect_default_bound_covers_a_whole_round(
     assert info.server_id == "srv-a"
     assert client.active_connection is not None
     assert client.active_connection.url == fake.url
+
+
+def test_probes_ended_early_warn_of_nothing(
+    fakes: Callable[..., FakeDaemon], host_client: HostClientFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The preferred direct connection answers first: the relay probe, still in its end-to-end
+    handshake, is ended, which is no daemon missing from the relay."""
+    pytest.importorskip("nacl")
+    fake = fakes(server_id="srv-a")
+    direct, link = fake.serve(), fake.serve_relay()
+    for _ in range(3):
+        client = host_client(dc.Host("laptop", [direct, link], preferred=direct))
+        client.connect()
+        assert client.active_connection is not None
+        assert client.active_connection.url == direct
+        close_and_check(client)
+    probing = [r for r in caplog.records if r.name.startswith("daemon_client.hosts.probe")]
+    assert [r.getMessage() for r in probing if r.levelno >= logging.WARNING] == []
