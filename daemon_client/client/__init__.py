@@ -22,7 +22,7 @@ def probe_host(host: Host, timeout: float = 3.0, **client_options: Any) -> list[
     answering. ``client_options`` go to each probing client (``ssl_context``, ``proxy``, ...)."""
     from daemon_client.client.probe import probe_host as probe_all
 
-    return probe_all(host, timeout, client_factory=Client, **client_options)
+    return probe_all(host, timeout, **client_options)
 
 
 __all__ = ["Client", "connect", "probe_host"]

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from daemon_client.client.credentials import check_auth_header
-from daemon_client.client.dialing import PROBE_TIMEOUT, plan_dialing, probe_lazily, traced_routes
+from daemon_client.client.dialing import PROBE_TIMEOUT, connect_limit, plan_dialing, probe_lazily, traced_routes
 from daemon_client.client.namespaces import Namespaces
 from daemon_client.client.switches import ConnectionListener, ConnectionListeners
 from daemon_client.config import (
@@ -177,6 +177,7 @@ class Client:
         auth_header = check_auth_header(auth_header)
         factory: Callable[[], Transport] = transport_factory or WebSocketTransport
         probe_options: dict[str, Any] = {
+            "make_client": Client,
             "password": password,
             "transport_factory": transport_factory,
             "ssl_context": ssl_context,
@@ -194,10 +195,11 @@ class Client:
             auth_header=auth_header,
             allow_insecure_credentials=allow_insecure_credentials,
             logger=self._log,
-            prober=functools.partial(probe_lazily, client_factory=Client, **probe_options),
+            prober=functools.partial(probe_lazily, **probe_options),
             probe_timeout=min(connect_timeout, PROBE_TIMEOUT),
         )
         self._dialing = dialing
+        self._connect_limit = connect_limit(dialing, connect_timeout)  # a host's: a whole round
         self._targets = dialing.targets
         password = dialing.password
         self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
@@ -302,12 +304,13 @@ class Client:
         """Connect and complete the handshake; return the daemon's ``server_info``.
 
         Blocks the calling thread up to ``timeout`` (default: ``connect_timeout`` plus a
-        grace). If this first attempt fails it raises (``ConnectionLost``,
+        grace; for a host of several connections, a whole round: the probes and one attempt
+        on each connection, plus the grace). If this first attempt fails it raises (``ConnectionLost``,
         ``ConnectTimeout``, ``AuthenticationError``, ``ProtocolError``) and the client
         stays disconnected, unless ``ReconnectPolicy(retry_initial_connect=True)``.
         Once connected, drops are healed by automatic reconnects.
         """
-        return self._connection.connect(timeout)
+        return self._connection.connect(timeout if timeout is not None else self._connect_limit)
 
     def close(self, timeout: float = 5.0) -> None:
         """Close for good. Idempotent; safe from any thread, including callbacks.

@@ -266,13 +266,30 @@ PROBE_TIMEOUT = 3.0
 """Seconds each probe of a host's connection may take (a handshake and a ping), at most."""
 
 
-def probe_lazily(
-    connection: HostConnection, timeout: float, on_cancel: Callable[[Callable[[], None]], None], **options: Any
-) -> Probe:
-    """Probe one connection of a host (the probe module is imported when a host first probes)."""
-    from daemon_client.client.probe import probe
+def connect_limit(dialing: Dialing, connect_timeout: float) -> float | None:
+    """``connect()``'s default bound for a host of several connections: a whole round (its
+    probes, then one attempt on each connection) plus the usual grace; ``None`` otherwise."""
+    host = dialing.targets.host
+    if host is None or len(host.connections) < 2:
+        return None
+    from daemon_client.discovery.failover import PROBE_GRACE  # imported already: a host's targets
 
-    return probe(connection, timeout, on_cancel, **options)
+    return min(connect_timeout, PROBE_TIMEOUT) + PROBE_GRACE + connect_timeout * len(host.connections) + 5.0
+
+
+def probe_lazily(
+    connection: HostConnection,
+    timeout: float,
+    on_cancel: Callable[[Callable[[], None]], None],
+    *,
+    make_client: Callable[..., Any],
+    **options: Any,
+) -> Probe:
+    """Probe one connection of a host with a client made by ``make_client`` (the probing
+    module is imported when a host first probes)."""
+    from daemon_client.client.probing import probe_with
+
+    return probe_with(make_client, connection, timeout, on_cancel, **options)
 
 
 def traced_routes(

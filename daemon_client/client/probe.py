@@ -1,80 +1,42 @@
-"""Probing one connection of a host: a handshake and a ping, within a bound, then closed.
+"""Probing a host's connections: :func:`probe` (one) and :func:`probe_host` (all at once).
 
-:func:`probe` opens a short-lived :class:`~daemon_client.Client` on the connection (no
-reconnects, no heartbeat), waits for ``server_info``, measures one ``ping`` and closes it.
-It never raises: what went wrong is in the :class:`~daemon_client.discovery.Probe`. The
-caller's ``on_cancel`` hook gets a function that ends the probe at once (``close()`` of the
-client being probed for). Runs on the thread that calls it (a probe thread of
-:class:`~daemon_client.discovery.HostTargets`, or the CLI's ``hosts probe``).
+Each probe is :func:`~daemon_client.client.probing.probe_with` with a
+:class:`~daemon_client.Client`: a handshake and a ping within a bound, then closed; it never
+raises. Runs on the thread that calls it (the CLI's ``hosts probe``, a program's own check).
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from daemon_client.config import Heartbeat, ReconnectPolicy
+from daemon_client.client.probing import probe_with
 from daemon_client.discovery.failover import Probe
 from daemon_client.discovery.profiles import Host, HostConnection
-from daemon_client.errors import DaemonClientError
-
-_log = logging.getLogger("daemon_client.hosts.probe")
 
 
 def probe(
     connection: HostConnection,
     timeout: float = 3.0,
     on_cancel: Callable[[Callable[[], None]], None] | None = None,
-    *,
-    client_factory: Callable[..., Any],
     **client_options: Any,
 ) -> Probe:
-    """Probe ``connection`` within ``timeout`` seconds (see the module docstring).
+    """Probe ``connection`` within ``timeout`` seconds with a :class:`~daemon_client.Client`.
 
-    ``client_factory`` is ``Client`` (given by the caller: this module sits below it);
     ``client_options`` go to the probing client (``transport_factory``, ``ssl_context``,
     ``proxy``, ``password``, ...); its reconnects and heartbeat are always off.
     """
-    started = time.monotonic()
-    options = dict(client_options)
-    options.update(
-        reconnect=ReconnectPolicy(enabled=False),
-        heartbeat=Heartbeat(enabled=False),
-        connect_timeout=max(0.05, timeout),
-        logger=_log,
-    )
-    if connection.effective_password is not None:
-        options["password"] = connection.effective_password
-    try:
-        client = client_factory(connection.address, **options)
-    except (ValueError, DaemonClientError, ImportError) as exc:
-        return Probe(connection, False, error=_short(exc))
-    if on_cancel is not None:
-        on_cancel(lambda: client.close(0.5))
-    try:
-        info = client.connect(timeout=max(0.05, timeout))
-        remaining = timeout - (time.monotonic() - started)
-        pong = client.ping(timeout=max(0.05, remaining))
-        return Probe(connection, True, latency=pong.round_trip, server_id=info.server_id)
-    except Exception as exc:  # noqa: BLE001 - a probe reports, it never raises
-        return Probe(connection, False, error=_short(exc))
-    finally:
-        client.close(1.0)
+    from daemon_client.client.composition import Client
+
+    return probe_with(Client, connection, timeout, on_cancel, **client_options)
 
 
-def probe_host(
-    host: Host, timeout: float = 3.0, *, client_factory: Callable[..., Any], **client_options: Any
-) -> list[Probe]:
+def probe_host(host: Host, timeout: float = 3.0, **client_options: Any) -> list[Probe]:
     """Probe every connection of ``host`` at once; the results in the host's order. A probe
     reaching another daemon than the host's (by ``serverId``) is reported as not answering."""
     with ThreadPoolExecutor(max_workers=max(1, len(host.connections)), thread_name_prefix="probe") as pool:
-        futures = [
-            pool.submit(probe, c, timeout, None, client_factory=client_factory, **client_options)
-            for c in host.connections
-        ]
+        futures = [pool.submit(probe, c, timeout, None, **client_options) for c in host.connections]
         results = [f.result(timeout + 5.0) for f in futures]
     if host.server_id is None:
         return results
@@ -87,9 +49,3 @@ def probe_host(
         else:
             checked.append(found)
     return checked
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    first = text.splitlines()[0]
-    return first if len(first) <= 200 else first[:199] + "…"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from daemon_client.discovery.hosts import DaemonTarget
 from daemon_client.discovery.resolve import Resolution
-from daemon_client.errors import ServerMismatch
+from daemon_client.errors import DaemonClientError, ServerMismatch
 
 if TYPE_CHECKING:
     from daemon_client.discovery.failover import SwitchListener
@@ -40,11 +40,19 @@ class Targets(Protocol):
     def round_left(self) -> bool:
         """Reader thread, after a failed attempt: another target is to be tried at once."""
 
-    def failed(self, reason: str) -> None:
-        """Reader thread: the attempt or session on the current target ended."""
+    def failed(self, reason: str, terminal: bool = False) -> None:
+        """Reader thread: the attempt or session on the current target ended (``terminal``:
+        retrying it cannot help)."""
+
+    def terminal(self, terminal: bool) -> bool:
+        """Reader thread, after :meth:`failed`: whether the client must stop trying, given
+        that the failure was ``terminal`` for its target."""
 
     def admit(self, server_id: str) -> ServerMismatch | None:
         """Reader thread, at a handshake: ``None`` if this daemon may be used, else the refusal."""
+
+    def explain(self, error: DaemonClientError) -> DaemonClientError:
+        """Reader thread, when the client gives up: the error to report for ``error``."""
 
     def cancel(self) -> None:
         """Any thread, at ``close()``: end any lookup in progress."""
@@ -104,11 +112,17 @@ class TargetSource:
     def round_left(self) -> bool:
         return False  # one address: a failed attempt waits for the backoff
 
-    def failed(self, reason: str) -> None:
+    def failed(self, reason: str, terminal: bool = False) -> None:
         pass
+
+    def terminal(self, terminal: bool) -> bool:
+        return terminal  # one address: what cannot work there cannot work at all
 
     def admit(self, server_id: str) -> ServerMismatch | None:
         return None  # any daemon at the address is the one asked for
+
+    def explain(self, error: DaemonClientError) -> DaemonClientError:
+        return error  # one address: the attempt's own error says it all
 
     def cancel(self) -> None:
         pass

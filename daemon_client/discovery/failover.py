@@ -13,15 +13,25 @@ host's is refused (:class:`~daemon_client.errors.ServerMismatch`); the first ``s
 is learned when the host had none. When the connection in use changes, ``on_switch`` is told
 (previous, current, reason).
 
+The round does not wait for every probe: it begins as soon as the preferred connection
+answered, or once every probe finished, or (no preferred connection, or it did not answer)
+:data:`SETTLE` seconds after the first answer; at most ``probe_timeout`` plus
+:data:`PROBE_GRACE`. The probes still running then are ended and count as not answering.
+
+When the client gives up, :meth:`explain` names in its error what each connection of the
+last round answered.
+
 Threads: the connection's **reader thread** calls :meth:`next`, :meth:`failed`,
-:meth:`round_left` and :meth:`admit`; each probe runs on a short-lived thread of its own,
-joined within ``probe_timeout``; :meth:`cancel` (``close()``, any thread) ends the probes in
-progress. Any thread may read :attr:`current`, :attr:`active` and :attr:`resolution`. The lock
-guards the fields below and is never held while probing or calling ``on_switch``.
+:meth:`round_left`, :meth:`admit` and :meth:`explain`; each probe runs on a short-lived thread of its own
+(``probe-<label>-<n>``), ended and joined (bounded) before the round begins; :meth:`cancel`
+(``close()``, any thread) ends the probes in progress. Any thread may read :attr:`current`,
+:attr:`active` and :attr:`resolution`. The lock guards the fields below and is never held
+while probing or calling ``on_switch``.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -32,7 +42,14 @@ import attrs
 from daemon_client.discovery.hosts import DaemonTarget
 from daemon_client.discovery.profiles import Host, HostConnection
 from daemon_client.discovery.resolve import Resolution, Step
-from daemon_client.errors import ServerMismatch
+from daemon_client.errors import DaemonClientError, ServerMismatch
+
+PROBE_GRACE = 1.0
+"""Seconds a round waits for a probe past ``probe_timeout`` (its client closing), and for the
+probes it ended to return."""
+SETTLE = 0.25
+"""Seconds a round keeps waiting, after the first answer, for a faster one (no preferred
+connection, or it did not answer)."""
 
 
 @attrs.frozen
@@ -80,6 +97,76 @@ def rank(host: Host, probes: list[Probe]) -> tuple[list[HostConnection], str]:
     return order, why
 
 
+class _ProbeRound:
+    """The probes of one round: their results as they come, and what ends those still running.
+
+    The reader thread :meth:`wait` s until the round can be ordered: the preferred connection
+    answered; or every probe finished; or, once the preferred one (if any) did not answer,
+    :data:`SETTLE` seconds after the first answer; bounded by the round's timeout. Probe
+    threads :meth:`register` and :meth:`finish`; :meth:`end` (reader thread, or ``cancel()``)
+    hands back what ends the probes still running. The condition's lock is never held while
+    one is ended.
+    """
+
+    def __init__(self, connections: list[HostConnection], preferred: HostConnection | None) -> None:
+        self._connections = connections
+        self._preferred = next((i for i, c in enumerate(connections) if c is preferred), None)
+        self._cond = threading.Condition()
+        self._results: dict[int, Probe] = {}
+        self._cancels: dict[int, Callable[[], None]] = {}
+        self._ended = False
+
+    def register(self, index: int, cancel: Callable[[], None]) -> None:
+        with self._cond:
+            if not self._ended and index not in self._results:
+                self._cancels[index] = cancel
+                return
+        cancel()  # the round is over already: this probe ends at once
+
+    def finish(self, index: int, probe: Probe) -> None:
+        with self._cond:
+            if self._ended:
+                return
+            self._results[index] = probe
+            self._cancels.pop(index, None)
+            self._cond.notify_all()
+
+    def _ready_locked(self, now: float, settle: list[float]) -> bool:
+        results = self._results
+        if self._ended or len(results) == len(self._connections):
+            return True
+        preferred = results.get(self._preferred) if self._preferred is not None else None
+        if preferred is not None and preferred.ok:
+            return True
+        if self._preferred is not None and preferred is None:
+            return False  # the preferred one may still answer
+        if not settle and any(p.ok for p in results.values()):
+            settle.append(now + SETTLE)
+        return bool(settle) and now >= settle[0]
+
+    def wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        settle: list[float] = []
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                if self._ready_locked(now, settle) or now >= deadline:
+                    return
+                self._cond.wait(max(0.0, min([deadline, *settle]) - now))
+
+    def end(self) -> list[Callable[[], None]]:
+        with self._cond:
+            self._ended = True
+            cancels, self._cancels = list(self._cancels.values()), {}
+            self._cond.notify_all()
+            return cancels
+
+    def results(self) -> list[Probe]:
+        with self._cond:
+            found = dict(self._results)
+        return [found.get(i, Probe(c, False, error="no answer in time")) for i, c in enumerate(self._connections)]
+
+
 class HostTargets:
     """Where the next attempt goes, for a client of a :class:`Host`; see the module docstring."""
 
@@ -106,8 +193,10 @@ class HostTargets:
         self._active: HostConnection | None = None  # of the live session
         self._used: HostConnection | None = None  # of the latest session, kept after it ended
         self._last_lost: str | None = None
+        self._failures: list[str] = []  # why each attempt of this round failed
+        self._terminal: list[bool] = []  # and whether retrying it could not help
         self._probes: list[Probe] = []
-        self._cancels: list[Callable[[], None]] = []
+        self._round: _ProbeRound | None = None  # the probes in progress
         self._cancelled = False
         self._listeners: list[SwitchListener] = []
 
@@ -144,7 +233,8 @@ class HostTargets:
     @property
     def resolution(self) -> Resolution:
         with self._lock:
-            connection, why, probes = self._active or self._attempting, self._why, list(self._probes)
+            connection, probes = self._active or self._attempting, list(self._probes)
+            why = self._why_locked(connection)
         found = {id(p.connection): p for p in probes}
         steps = tuple(
             Step(
@@ -166,12 +256,9 @@ class HostTargets:
         """Any thread (``close()``): end the probes in progress; later rounds probe nothing."""
         with self._lock:
             self._cancelled = True
-            cancels, self._cancels = self._cancels, []
-        for cancel in cancels:
-            try:
-                cancel()
-            except Exception:  # noqa: BLE001 - ending a probe is best effort
-                self._log.debug("ending a probe failed", exc_info=True)
+            round_, self._round = self._round, None
+        if round_ is not None:
+            self._end(round_.end())
 
     # ------------------------------------------------------------------ reader thread
     def next(self) -> DaemonTarget:
@@ -182,6 +269,7 @@ class HostTargets:
             order, why, probes = self._begin_round()
             with self._lock:
                 self._order, self._why, self._probes, self._tried = order, why, probes, 0
+                self._failures, self._terminal = [], []
         with self._lock:
             connection = self._order[self._tried]
             self._tried += 1
@@ -195,14 +283,46 @@ class HostTargets:
         with self._lock:
             return self._tried < len(self._order) and not self._cancelled
 
-    def failed(self, reason: str) -> None:
-        """The attempt, or the session, on the connection being used ended."""
+    def failed(self, reason: str, terminal: bool = False) -> None:
+        """The attempt, or the session, on the connection being used ended (``terminal``:
+        retrying that connection cannot help)."""
         with self._lock:
             lost = self._active
             self._active = None
             if lost is not None:
                 self._last_lost = f"{lost.id} was lost ({reason})"
                 self._tried = len(self._order)  # a lost session starts a new round: probe again
+                self._failures, self._terminal = [], []
+            else:
+                self._failures.append(f"{self._attempting.id}: {reason}")
+                self._terminal.append(terminal)
+
+    def terminal(self, terminal: bool) -> bool:
+        """After :meth:`failed`: a failure that cannot be helped by retrying its connection
+        stops the client only once every connection of the round failed so; until then the
+        others are tried, and a round where any failure may pass is tried again later."""
+        with self._lock:
+            flags = self._terminal
+            return terminal and self._tried >= len(self._order) and len(flags) == len(self._order) and all(flags)
+
+    def explain(self, error: DaemonClientError) -> DaemonClientError:
+        """When the client gives up: ``error`` (the last attempt's), its message naming what
+        every connection of the round answered, for a host of several connections."""
+        with self._lock:
+            failures = list(self._failures)
+        if len(failures) < 2:
+            return error
+        message = f"host {self._host.label}: no connection reached its daemon ({'; '.join(failures)})"
+        found: DaemonClientError
+        try:
+            if isinstance(error, ServerMismatch):
+                found = ServerMismatch(message, expected=error.expected, found=error.found, connection=error.connection)
+            else:
+                found = type(error)(message)
+        except Exception:  # noqa: BLE001 - an error that cannot be rebuilt is kept as it is
+            return error
+        found.__cause__ = error
+        return found
 
     def admit(self, server_id: str) -> ServerMismatch | None:
         """At a handshake: ``None`` if this daemon is the host's (learning its ``serverId`` if
@@ -210,25 +330,20 @@ class HostTargets:
         with self._lock:
             expected = self._server_id
             connection = self._attempting
-            refused = expected is not None and server_id != expected
-            if not refused:
-                self._server_id = server_id
-                previous, self._used, self._active = self._used, connection, connection
-                lost, self._last_lost = self._last_lost, None
-                listeners = list(self._listeners) if previous is not connection else []
-                why = self._why
-        if refused:
-            assert expected is not None
-            mismatch = ServerMismatch(
-                f"{connection.url} reached the daemon {server_id!r}, not host {self._host.label!r} ({expected!r}): "
-                "a stale address or another daemon; the connection was refused",
-                expected=expected,
-                found=server_id,
-                connection=connection.url,
-            )
-            self._log.warning("host %s: %s", self._host.label, mismatch)
-            return mismatch
-        learned = expected is None
+            if expected is not None and server_id != expected:
+                return ServerMismatch(
+                    f"{connection.url} reached the daemon {server_id!r}, not host {self._host.label!r} ({expected!r}): "
+                    "a stale address or another daemon; the connection was refused",
+                    expected=expected,
+                    found=server_id,
+                    connection=connection.url,
+                )
+            learned = expected is None
+            self._server_id = server_id
+            previous, self._used, self._active = self._used, connection, connection
+            lost, self._last_lost = self._last_lost, None
+            listeners = list(self._listeners) if previous is not connection else []
+            why = self._why_locked(connection)
         if learned and self._on_learn is not None:
             try:
                 self._on_learn(server_id)
@@ -243,6 +358,12 @@ class HostTargets:
                 listener(previous, connection, reason)
         return None
 
+    def _why_locked(self, connection: HostConnection) -> str:
+        """Why ``connection`` is used: the round's ranking for its first, else the failures before it."""
+        if not self._order or connection is self._order[0] or not self._failures:
+            return self._why
+        return f"tried after {'; '.join(self._failures)}"
+
     def _begin_round(self) -> tuple[list[HostConnection], str, list[Probe]]:
         connections = list(self._host.ordered())
         if len(connections) == 1:
@@ -254,22 +375,17 @@ class HostTargets:
         return order, why, probes
 
     def _probe_all(self, connections: list[HostConnection]) -> list[Probe]:
-        results: dict[int, Probe] = {}
-        done = threading.Event()
-        pending = [len(connections)]
-        guard = threading.Lock()
-
-        def register(cancel: Callable[[], None]) -> None:
-            with self._lock:
-                cancelled = self._cancelled
-                if not cancelled:
-                    self._cancels.append(cancel)
-            if cancelled:
-                cancel()
+        """Probe every connection at once; return as soon as the round can be ordered (see
+        :class:`_ProbeRound`), ending the probes still running."""
+        round_ = _ProbeRound(connections, self._host.preferred)
+        with self._lock:
+            if self._cancelled:
+                return [Probe(c, False, error="closed") for c in connections]
+            self._round = round_
 
         def run(index: int, connection: HostConnection) -> None:
             try:
-                probe = self._prober(connection, self._probe_timeout, register)
+                probe = self._prober(connection, self._probe_timeout, functools.partial(round_.register, index))
             except Exception as exc:  # noqa: BLE001 - a probe that fails is a connection that did not answer
                 probe = Probe(connection, False, error=f"the probe failed: {type(exc).__name__}")
             if probe.ok and probe.server_id is not None:
@@ -279,29 +395,30 @@ class HostTargets:
                     probe = attrs.evolve(
                         probe, ok=False, error=f"reached the daemon {probe.server_id!r}, not {expected!r}"
                     )
-            with guard:
-                results[index] = probe
-                pending[0] -= 1
-                if pending[0] == 0:
-                    done.set()
+            round_.finish(index, probe)
 
-        with self._lock:
-            if self._cancelled:
-                return [Probe(c, False, error="closed") for c in connections]
         threads = [
             threading.Thread(target=run, args=(i, c), name=f"probe-{self._host.label}-{i}", daemon=True)
             for i, c in enumerate(connections)
         ]
-        deadline = time.monotonic() + self._probe_timeout + 1.0
         for thread in threads:
             thread.start()
-        done.wait(max(0.0, deadline - time.monotonic()))
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        round_.wait(self._probe_timeout + PROBE_GRACE)
+        self._end(round_.end())
         with self._lock:
-            self._cancels = []
-        with guard:
-            return [results.get(i, Probe(c, False, error="no answer in time")) for i, c in enumerate(connections)]
+            if self._round is round_:
+                self._round = None
+        deadline = time.monotonic() + PROBE_GRACE
+        for thread in threads:  # those still running were just ended: they return at once
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return round_.results()
+
+    def _end(self, cancels: list[Callable[[], None]]) -> None:
+        for cancel in cancels:
+            try:
+                cancel()
+            except Exception:  # noqa: BLE001 - ending a probe is best effort
+                self._log.debug("ending a probe failed", exc_info=True)
 
     def __repr__(self) -> str:
         return f"<HostTargets {self._host.label} {self.current.url}>"

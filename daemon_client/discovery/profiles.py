@@ -141,7 +141,8 @@ class Host:
     ``serverId``; default: the one a relay connection carries, else learned at the first
     connection. A connection that reaches a daemon with another ``serverId`` is refused
     (:class:`~daemon_client.errors.ServerMismatch`). Raises ``ValueError`` for connections
-    whose offers name different daemons, or a ``preferred`` that is not one of them.
+    whose offers name different daemons, two connections to one place (one id) with different
+    credentials, or a ``preferred`` that is not one of them.
     """
 
     label: str = attrs.field()
@@ -169,6 +170,12 @@ class Host:
         if len(named) > 1:
             raise ValueError(
                 f"host {self.label!r}: its connections reach different daemons (serverIds {', '.join(sorted(named))})"
+            )
+        ids = [c.id for c in self.connections]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:  # the same place with other credentials: which one is meant is unclear
+            raise ValueError(
+                f"host {self.label!r}: two connections to {', '.join(twice)} with different credentials; keep one"
             )
         if self.server_id is None and named:
             object.__setattr__(self, "server_id", next(iter(named)))

@@ -1,7 +1,7 @@
 """What the handshake sends and how its failures are read (protocol 1.3, 1.4, 1.8, 10.4).
 
 Pure functions used by the connection supervisor's reader thread: the ``hello``, the
-authentication carriers of the upgrade request, and the mapping of close codes and
+authentication carriers of the upgrade request (per route, :class:`Carriers`), and the mapping of close codes and
 ``hello.rejected`` to exceptions that say what to do.
 """
 
@@ -45,25 +45,6 @@ def build_hello(client_id: str, app_version: str, password: str | None) -> Hello
     )
 
 
-class RouteCarriers:
-    """Reader thread: the upgrade headers, subprotocols and ``hello`` text of each route
-    (a host's connections carry different passwords), built once per route."""
-
-    def __init__(self, client_id: str, app_version: str, auth_header: str | None) -> None:
-        self._client_id = client_id
-        self._app_version = app_version
-        self._auth_header = auth_header
-        self._known: dict[int, tuple[Route, dict[str, str], tuple[str, ...], str]] = {}
-
-    def of(self, route: Route) -> tuple[dict[str, str], tuple[str, ...], str]:
-        known = self._known.get(id(route))
-        if known is None or known[0] is not route:
-            headers, subprotocols = auth_carriers(route.password, self._auth_header)
-            hello = encode_hello(build_hello(self._client_id, self._app_version, route.password))
-            known = self._known[id(route)] = (route, headers, subprotocols, hello)
-        return known[1], known[2], known[3]
-
-
 def auth_carriers(password: str | None, auth_header: str | None = None) -> tuple[dict[str, str], tuple[str, ...]]:
     """Upgrade headers and subprotocols carrying ``password`` (only if it is token-safe), or,
     when no password is set, ``auth_header`` as the ``Authorization`` header (for a proxy)."""
@@ -72,6 +53,25 @@ def auth_carriers(password: str | None, auth_header: str | None = None) -> tuple
     if not is_token_safe(password):
         return {}, ()
     return {"Authorization": f"Bearer {password}"}, (f"paseo.bearer.{password}",)
+
+
+class Carriers:
+    """Per route (a host's connections differ in password): the upgrade headers, subprotocols
+    and encoded ``hello``, built once each. Made with the client (its first route's at once),
+    then used by the reader thread only."""
+
+    def __init__(self, client_id: str, app_version: str, auth_header: str | None, first: Route) -> None:
+        self._client_id, self._app_version, self._auth_header = client_id, app_version, auth_header
+        self._known: dict[int, tuple[Route, dict[str, str], tuple[str, ...], str]] = {}
+        self.of(first)  # the first hello is built with the client, as it always was
+
+    def of(self, route: Route) -> tuple[dict[str, str], tuple[str, ...], str]:
+        known = self._known.get(id(route))
+        if known is None or known[0] is not route:
+            headers, subprotocols = auth_carriers(route.password, self._auth_header)
+            hello = encode_hello(build_hello(self._client_id, self._app_version, route.password))
+            known = self._known[id(route)] = (route, headers, subprotocols, hello)
+        return known[1], known[2], known[3]
 
 
 class Failure(Record):

@@ -43,8 +43,8 @@ from daemon_client.protocol.replies import is_reply
 from daemon_client.protocol.server_info import read_server_info
 from daemon_client.runtime.affinity import pin_current_thread
 from daemon_client.runtime.handshake import (
+    Carriers,
     Failure,
-    RouteCarriers,
     failure_for_close,
     failure_for_rejection,
 )
@@ -102,8 +102,7 @@ class Supervisor:
         self._log = link.log
         self._frame_log = link.log.getChild("frames")
         self._route = options.route(options.targets.current)
-        self._carriers = RouteCarriers(options.client_id, options.app_version, options.auth_header)
-        self._headers, self._subprotocols, self._hello_text = self._carriers.of(self._route)
+        self._carriers = Carriers(options.client_id, options.app_version, options.auth_header, self._route)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -137,7 +136,7 @@ class Supervisor:
                     return
                 link.set_state_locked(ConnectionState.CONNECTING, f"attempt {attempt}")
             failure, connected_for = self._run_once()
-            self._opts.targets.failed(str(failure.error) or type(failure.error).__name__)
+            self._opts.targets.failed(str(failure.error) or type(failure.error).__name__, failure.terminal)
             self._heartbeat.stop()
             for hooks in link.hooks:
                 if hooks.disconnect is not None:
@@ -151,9 +150,9 @@ class Supervisor:
                     self._retire_locked()
                 return
             lost = failure.error
-            message = str(lost) or "Connection lost"
-            self._requests.fail_all(functools.partial(_connection_lost, message))
-            round_left = not failure.terminal and connected_for is None and self._opts.targets.round_left()
+            self._requests.fail_all(functools.partial(_connection_lost, str(lost) or "Connection lost"))
+            terminal = self._opts.targets.terminal(failure.terminal)  # a host: once each connection failed so
+            round_left = not terminal and connected_for is None and self._opts.targets.round_left()
             with link.lock:
                 link.last_error = lost
                 if connected_for is not None:
@@ -162,11 +161,10 @@ class Supervisor:
                     self._retire_locked()
                     return
                 give_up = not round_left and (
-                    failure.terminal
-                    or not policy.enabled
-                    or (not link.ever_connected and not policy.retry_initial_connect)
+                    terminal or not policy.enabled or (not link.ever_connected and not policy.retry_initial_connect)
                 )
                 if give_up:
+                    lost = link.last_error = self._opts.targets.explain(lost)  # a host: every connection's answer
                     link.set_state_locked(ConnectionState.DISCONNECTED, str(lost))
                     waiters = link.take_waiters_locked()
                     self._retire_locked()
@@ -245,16 +243,17 @@ class Supervisor:
         unsupported = target.unsupported()
         if unsupported is not None:
             return Failure(ConnectionLost(unsupported), terminal=True)
-        if self._route.insecure_refusal is not None:
-            return Failure(InsecureCredentials(self._route.insecure_refusal), terminal=True)
-        self._headers, self._subprotocols, self._hello_text = self._carriers.of(self._route)
+        route = self._route
+        if route.insecure_refusal is not None:
+            return Failure(InsecureCredentials(route.insecure_refusal), terminal=True)
+        headers, subprotocols, hello_text = self._carriers.of(route)
         params = ConnectParams(
             url=target.ws_url,
             unix_socket=target.path if target.kind is TargetKind.UNIX else None,
             timeout=opts.connect_timeout,
-            headers=self._headers,
-            subprotocols=self._subprotocols,
-            ssl_context=opts.ssl_context,
+            headers=headers,
+            subprotocols=subprotocols,
+            ssl_context=opts.ssl_context if opts.routes is None or target.ws_url.startswith("wss://") else None,
             max_frame_bytes=opts.max_frame_bytes,
             proxy=opts.proxy,
         )
@@ -297,9 +296,9 @@ class Supervisor:
             set_sink(writer.call)  # pongs and close echoes are written by the writer thread
         writer.start()
         if self._frame_log.isEnabledFor(logging.DEBUG):
-            self._frame_log.debug("-> %s", redact_hello(self._hello_text))
+            self._frame_log.debug("-> %s", redact_hello(hello_text))
         try:
-            writer.send(self._hello_text)
+            writer.send(hello_text)
         except ConnectionLost as exc:
             return sock.failure or Failure(ConnectionLost(f"Connection lost during the handshake: {exc}"))
         return None
@@ -449,7 +448,8 @@ class Supervisor:
                 link.server_info = info  # a later server_info updates the cache, not the host kind
             return False
         refused = self._opts.targets.admit(info.server_id)
-        if refused is not None:  # another daemon than the host's (logged there): refused, never merged
+        if refused is not None:  # another daemon than the host's: refused, never merged
+            self._log.warning("%s: %s", link.name, refused)
             link.end_socket(Failure(refused), code=1000, reason="Another daemon", only=sock)
             return False
         kind = decide_host_kind(info.features)

@@ -22,8 +22,7 @@ from typing import Any
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK, UNREACHABLE, USAGE, CliError
 from daemon_client.cli.stored import store_error
-from daemon_client.client import Client, probe_host
-from daemon_client.client.probe import probe
+from daemon_client.client.probe import probe, probe_host
 from daemon_client.discovery.failover import Probe, rank
 from daemon_client.discovery.profiles import Host, HostConnection
 from daemon_client.discovery.store import HostStore, HostStoreError
@@ -51,7 +50,7 @@ def add(args: argparse.Namespace, ctx: CommandContext) -> int:
         raise CliError(str(exc), USAGE) from None
     server_id = None
     if not args.no_probe:
-        found = probe(connection, ctx.timeout, client_factory=Client)
+        found = probe(connection, ctx.timeout)
         if found.ok:
             server_id = found.server_id
             if connection.server_id is not None and server_id != connection.server_id:
