@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from daemon_client.client.credentials import check_auth_header
 from daemon_client.client.dialing import PROBE_TIMEOUT, connect_limit, plan_dialing, probe_lazily, traced_routes
 from daemon_client.client.namespaces import Namespaces
-from daemon_client.client.switches import ConnectionListener, ConnectionListeners
+from daemon_client.client.switches import ConnectionListener, ConnectionSwitches
 from daemon_client.config import (
     DEFAULT_APP_VERSION,
     TRACE_ENV,
@@ -266,8 +266,9 @@ class Client:
             request_timeout=request_timeout,
         )
         self._namespaces = Namespaces(self._context, self._connection, self._pushes)
-        self._connection_listeners = ConnectionListeners(self._dispatcher.post_in_order)
-        self._targets.add_switch_listener(self._connection_listeners.notify)
+        reset = self._connection.reset_transport
+        self._switches = ConnectionSwitches(self._targets, self._dispatcher.post_in_order, self._timers, reset,
+                                            name=self._name, logger=self._log)  # fmt: skip
 
     @property
     def agents(self) -> AgentsNamespace:
@@ -322,7 +323,9 @@ class Client:
         :class:`~daemon_client.errors.CallbackError` for callback errors not raised yet.
         """
         deadline = time.monotonic() + timeout  # every step shares the one timeout
-        self._connection.close(timeout)
+        self._switches.stop(0.0)  # no more checks of the preferred connection
+        self._connection.close(timeout)  # ends a check's probe in progress
+        self._switches.stop(max(0.0, deadline - time.monotonic()))
         if self._trace is not None:
             self._trace.close(timeout)
         self._namespaces.dispose()
@@ -379,7 +382,7 @@ class Client:
         with ``previous=None``); ``reason`` says why (``the preferred connection answered``,
         ``failover: direct:… was lost (…)``). Returns a function that removes it. For a client of
         one address it is never called."""
-        return self._connection_listeners.add(callback)
+        return self._switches.add(callback)
 
     @property
     def client_id(self) -> str:

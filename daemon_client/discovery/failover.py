@@ -19,12 +19,16 @@ answered, or once every probe finished, or (no preferred connection, or it did n
 :data:`PROBE_GRACE`. The probes still running then are ended and count as not answering.
 
 When the client gives up, :meth:`explain` names in its error what each connection of the
-last round answered.
+last round answered. While a session runs on another connection than the preferred one,
+:meth:`preferred_back` (a client's watch, every ``Host.probe_interval`` seconds) probes the
+preferred one; when it answers, the next round begins with it, and the client ends the session
+to move there.
 
 Threads: the connection's **reader thread** calls :meth:`next`, :meth:`failed`,
 :meth:`round_left`, :meth:`admit` and :meth:`explain`; each probe runs on a short-lived thread of its own
-(``probe-<label>-<n>``), ended and joined (bounded) before the round begins; :meth:`cancel`
-(``close()``, any thread) ends the probes in progress. Any thread may read :attr:`current`,
+(``probe-<label>-<n>``), ended and joined (bounded) before the round begins;
+:meth:`preferred_back` runs on the watch's worker thread; :meth:`cancel` (``close()``, any
+thread) ends the probes in progress, the watch's included. Any thread may read :attr:`current`,
 :attr:`active` and :attr:`resolution`. The lock guards the fields below and is never held
 while probing or calling ``on_switch``.
 """
@@ -197,6 +201,8 @@ class HostTargets:
         self._terminal: list[bool] = []  # and whether retrying it could not help
         self._probes: list[Probe] = []
         self._round: _ProbeRound | None = None  # the probes in progress
+        self._check: _ProbeRound | None = None  # a check of the preferred connection in progress
+        self._switch_to: HostConnection | None = None  # the next round begins with it, unprobed
         self._cancelled = False
         self._listeners: list[SwitchListener] = []
 
@@ -257,8 +263,37 @@ class HostTargets:
         with self._lock:
             self._cancelled = True
             round_, self._round = self._round, None
-        if round_ is not None:
-            self._end(round_.end())
+            check, self._check = self._check, None
+        for ending in (round_, check):
+            if ending is not None:
+                self._end(ending.end())
+
+    def preferred_back(self) -> HostConnection | None:
+        """A watch's worker thread: while the session runs on another connection than the
+        preferred one, probe the preferred one (bounded); when the host's daemon answers there,
+        the next round begins with it, unprobed, and it is returned: the caller then ends the
+        session, and the client moves as on any reconnect. ``None`` otherwise."""
+        preferred = self._host.preferred
+        with self._lock:
+            active = self._active
+            if preferred is None or active is None or active is preferred or self._cancelled:
+                return None
+            check = self._check = _ProbeRound([preferred], preferred)
+        try:
+            found = self._prober(preferred, self._probe_timeout, functools.partial(check.register, 0))
+        except Exception as exc:  # noqa: BLE001 - a probe that fails is a connection that did not answer
+            found = Probe(preferred, False, error=f"the probe failed: {type(exc).__name__}")
+        with self._lock:
+            if self._check is check:
+                self._check = None
+            expected = self._server_id
+            answers = found.ok and (expected is None or found.server_id in (None, expected))
+            if not answers or self._active is not active or self._cancelled:
+                return None
+            self._switch_to = preferred
+        self._log.info("host %s: the preferred connection %s answers again (%s)", self._host.label,
+                       preferred.id, found.describe())  # fmt: skip
+        return preferred
 
     # ------------------------------------------------------------------ reader thread
     def next(self) -> DaemonTarget:
@@ -368,6 +403,10 @@ class HostTargets:
         connections = list(self._host.ordered())
         if len(connections) == 1:
             return connections, "the host's only connection", []
+        with self._lock:
+            back, self._switch_to = self._switch_to, None
+        if back is not None:  # just probed: no second probe before using it
+            return [back, *(c for c in connections if c is not back)], "the preferred connection answers again", []
         probes = self._probe_all(connections)
         order, why = rank(self._host, probes)
         shown = ", ".join(f"{p.connection.id}: {p.describe()}" for p in probes)

@@ -140,7 +140,10 @@ class Host:
     its id); default: none, the fastest one that answers is used. ``server_id``: the daemon's
     ``serverId``; default: the one a relay connection carries, else learned at the first
     connection. A connection that reaches a daemon with another ``serverId`` is refused
-    (:class:`~daemon_client.errors.ServerMismatch`). Raises ``ValueError`` for connections
+    (:class:`~daemon_client.errors.ServerMismatch`). ``probe_interval``: while a session runs
+    on another connection than the preferred one, the preferred one is probed every that many
+    seconds, and the client moves back to it once it answers (a reconnect like any other);
+    ``None``: only when the session in use is lost. Raises ``ValueError`` for connections
     whose offers name different daemons, two connections to one place (one id) with different
     credentials, or a ``preferred`` that is not one of them.
     """
@@ -149,6 +152,12 @@ class Host:
     connections: tuple[HostConnection, ...] = attrs.field(converter=_connections)
     preferred: HostConnection | None = attrs.field(default=None)
     server_id: str | None = attrs.field(default=None)
+    probe_interval: float | None = attrs.field(default=30.0, kw_only=True)
+
+    @probe_interval.validator
+    def _check_interval(self, _attribute: object, value: object) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0):
+            raise ValueError(f"probe_interval must be a number of seconds > 0, or None, not {value!r}")
 
     @label.validator
     def _check_label(self, _attribute: object, value: object) -> None:
