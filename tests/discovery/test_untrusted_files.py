@@ -46,12 +46,15 @@ def test_a_deeply_nested_pid_file_or_config_is_skipped_with_one_log_line(home: P
 
 
 @pytest.mark.parametrize("pid", [2**31, 2**63, 10**30])
-def test_a_pid_no_process_can_have_is_skipped(home: Path, pid: int) -> None:
+def test_a_pid_no_process_can_have_is_skipped(home: Path, pid: int, caplog) -> None:
     lock = {"pid": pid, "hostname": socket.gethostname(), "listen": "127.0.0.1:7001"}
     (home / "paseo.pid").write_text(json.dumps(lock), encoding="utf-8")
-    found = resolve()
+    with caplog.at_level(logging.WARNING, logger="daemon_client.discovery"):
+        found = resolve()
     assert found.source == "default"
     assert notes(found)["pid file"] == f"skipped: {pid} is not a process id"
+    logged = [r.getMessage() for r in caplog.records if r.name == "daemon_client.discovery"]
+    assert len(logged) == 1 and f"{pid} is not a process id" in logged[0], logged
 
 
 @pytest.mark.parametrize(
