@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import _thread
 import json
+import os
+import signal
 import threading
 
 import pytest
@@ -165,3 +167,37 @@ def test_a_live_message_is_a_complete_line_when_its_turn_ends(fake: FakeDaemon) 
     _say(fake, agent_id, "unread")
     assert tail.join() == 0
     assert tail.out.getvalue() == "live answer\n-- turn completed\n"
+
+
+def test_a_message_still_open_on_sigterm_is_ended_with_its_newline(fake: FakeDaemon) -> None:
+    agent_id = _answered(fake, running=True)
+    out = Pipe()
+
+    def terminate() -> None:
+        out.wait_for("last answer")
+        os.kill(os.getpid(), signal.SIGTERM)  # handled by the command while it runs (main thread)
+
+    sender = threading.Thread(target=terminate, name="cli-test-sigterm")
+    sender.start()
+    try:
+        code = main(["tail", agent_id, "--url", fake.url, "--history", "1"], out=out)
+    finally:
+        sender.join(10)
+    assert (code, out.getvalue()) == (143, "last answer\n")
+
+
+def test_json_rows_are_each_one_line_as_soon_as_they_arrive_while_following(fake: FakeDaemon) -> None:
+    agent_id = _answered(fake, running=True)  # its last message may still grow: JSON has no open line
+    tail = Background(["tail", agent_id, "--url", fake.url, "--history", "1", "--json"])
+    first = tail.out.wait_for("\n")
+    (row,) = [json.loads(line) for line in first.splitlines()]
+    assert row["history"] is True
+    assert row["event"]["item"] == {"type": "assistant_message", "text": "last answer"}
+    fake.timeline.append(agent_id, {"type": "assistant_message", "text": " and more"})
+    written = tail.out.wait_for("and more")
+    assert written.endswith("\n")  # the live row is a whole line at once, not held for the next one
+    tail.out.hang_up()
+    _say(fake, agent_id, "unread")
+    assert tail.join() == 0
+    rows = [json.loads(line) for line in tail.out.getvalue().splitlines()]
+    assert [r["event"]["item"]["text"] for r in rows] == ["last answer", " and more"]

@@ -24,6 +24,7 @@ from daemon_client.cli.notes import Notes
 from daemon_client.cli.output import Output
 from daemon_client.cli.turns import TurnWatcher
 from daemon_client.errors import ConnectionLost, DaemonClientError
+from daemon_client.protocol.requests.agents import CREATE, CREATE_LEGACY
 from daemon_client.protocol.timeline import TimelineUpdate, TurnCompleted, TurnStarted
 from daemon_client.testing import FakeDaemon
 from daemon_client.testing.fake.engine.handlers import RequestContext
@@ -244,6 +245,24 @@ def test_a_dropped_connection_is_regained_and_the_same_turn_waited_for(
     assert regained == f"daemon-client: reconnected to {fake.url}"
     sends = [f for f in fake.received if f.message_type == "send_agent_message_request"]
     assert len(sends) == (1 if command == "send" else 0)  # the prompt is never sent again
+
+
+def test_run_regains_a_dropped_connection_and_waits_for_the_turn_it_started(
+    fake: FakeDaemon, capsys: pytest.CaptureFixture[str]
+) -> None:
+    waiting = Background(["run", "--url", fake.url, "--provider", "mock/x", "please hold"])
+    agent_id = fake.wait_for_frame(WAIT_REQUEST)["message"]["agentId"]
+    fake.drop_connections()  # a relay restart: the turn goes on on the daemon
+    _second_wait(fake)
+    assert fake.runs.is_running(agent_id)
+    assert fake.runs.finish(agent_id)
+    assert waiting.join() == 0
+    assert waiting.out.getvalue() == f"{fake.timeline.last_message(agent_id)}\n"
+    err = capsys.readouterr().err.splitlines()
+    assert any(line.startswith(f"daemon-client: connection to {fake.url} lost (") for line in err), err
+    assert f"daemon-client: reconnected to {fake.url}" in err
+    creations = [f for f in fake.received if f.message_type in {CREATE.type, CREATE_LEGACY.type}]
+    assert len(creations) == 1  # the agent is never created again, nor its prompt sent twice
 
 
 def test_a_turn_that_ended_while_the_connection_was_down_has_no_outcome(

@@ -46,12 +46,15 @@ def test_a_deeply_nested_pid_file_or_config_is_skipped_with_one_log_line(home: P
 
 
 @pytest.mark.parametrize("pid", [2**31, 2**63, 10**30])
-def test_a_pid_no_process_can_have_is_skipped(home: Path, pid: int) -> None:
+def test_a_pid_no_process_can_have_is_skipped(home: Path, pid: int, caplog) -> None:
     lock = {"pid": pid, "hostname": socket.gethostname(), "listen": "127.0.0.1:7001"}
     (home / "paseo.pid").write_text(json.dumps(lock), encoding="utf-8")
-    found = resolve()
+    with caplog.at_level(logging.WARNING, logger="daemon_client.discovery"):
+        found = resolve()
     assert found.source == "default"
     assert notes(found)["pid file"] == f"skipped: {pid} is not a process id"
+    logged = [r.getMessage() for r in caplog.records if r.name == "daemon_client.discovery"]
+    assert len(logged) == 1 and f"{pid} is not a process id" in logged[0], logged
 
 
 @pytest.mark.parametrize(
@@ -165,3 +168,68 @@ def test_a_pid_file_made_bad_then_fixed_is_read_again_at_every_attempt(home: Pat
         pid_file.write_text(json.dumps(lock), encoding="utf-8")
         assert back.wait(15), client.state
         client.ping()
+
+
+# Every address form that carries a port, each with a port outside 1-65535 (or not a number).
+BAD_PORTS_GIVEN = [
+    "ws://127.0.0.1:65536/ws",
+    "wss://h:0/ws",
+    "ws://[::1]:99999/ws",
+    "ws://h:x/ws",
+    "ws://h:-1/ws",
+    "tcp://h:65536",
+    "tcp://[::1]:0?ssl=true",
+    "h:65536",
+    "127.0.0.1:0",
+    "[::1]:70000",
+    "65536",
+    "0",
+]
+BAD_PORTS_LISTEN = [*BAD_PORTS_GIVEN, "0.0.0.0:65536", "[::]:0"]
+
+
+def _offer_with_endpoint(endpoint: str) -> str:
+    payload = {
+        "v": 2,
+        "serverId": "srv",
+        "daemonPublicKeyB64": base64.b64encode(bytes(32)).decode(),
+        "relay": {"endpoint": endpoint},
+    }
+    return "https://app.paseo.sh/#offer=" + base64.urlsafe_b64encode(json.dumps(payload).encode()).decode()
+
+
+@pytest.mark.parametrize("given", BAD_PORTS_GIVEN)
+def test_every_address_form_refuses_an_unusable_port_wherever_it_is_given(home: Path, monkeypatch, given: str) -> None:
+    with pytest.raises(ValueError, match="between 1 and 65535"):
+        parse_target(given)
+    with pytest.raises(ValueError, match="between 1 and 65535"):
+        dc.HostConnection(given)
+    with pytest.raises(ValueError, match="between 1 and 65535"):
+        dc.Client(given)
+    monkeypatch.setenv("PASEO_HOST", given)
+    with pytest.raises(ValueError, match=r"PASEO_HOST: .*between 1 and 65535"):
+        resolve()
+
+
+@pytest.mark.parametrize("endpoint", ["relay.test:65536", "relay.test:0", "[::1]:99999"])
+def test_a_pairing_offer_whose_relay_port_is_unusable_is_a_value_error(endpoint: str) -> None:
+    link = _offer_with_endpoint(endpoint)
+    assert parse_offer(_offer_with_endpoint("relay.test:443")).endpoint == "relay.test:443"
+    with pytest.raises(ValueError, match="between 1 and 65535"):
+        parse_offer(link)
+    with pytest.raises(ValueError, match="between 1 and 65535"):
+        dc.Client(link)
+
+
+@pytest.mark.parametrize("listen", BAD_PORTS_LISTEN)
+def test_every_listen_form_with_an_unusable_port_is_skipped_in_every_discovery_step(
+    home: Path, monkeypatch, listen: str
+) -> None:
+    monkeypatch.setenv("PASEO_LISTEN", listen)
+    lock = {"pid": os.getpid(), "hostname": socket.gethostname(), "listen": listen}
+    (home / "paseo.pid").write_text(json.dumps(lock), encoding="utf-8")
+    (home / "config.json").write_text(json.dumps({"daemon": {"listen": listen}}), encoding="utf-8")
+    found = resolve()
+    assert found.source == "default"
+    for step in ("PASEO_LISTEN", "pid file", "config"):
+        assert "between 1 and 65535" in notes(found)[step], (step, notes(found))

@@ -343,3 +343,96 @@ def test_terminal_streams_survive_concurrent_releases(connected, threads, rounds
         heard_if=says_next,
         settle=ready,
     )
+
+
+# ----------------------------------------------------------------------------- workspaces, projects, connections
+def _workspace_named(name: str) -> Callable[..., bool]:
+    def matches(*args: Any) -> bool:
+        workspace = getattr(getattr(args[0], "payload", None), "workspace", None)
+        return workspace is not None and workspace.name == name
+
+    return matches
+
+
+@pytest.mark.parametrize(("threads", "rounds"), SHAPES)
+def test_workspace_observation_callbacks_survive_concurrent_unsubscribes(connected, threads, rounds) -> None:
+    fake, client = connected()
+    workspace = fake.workspaces.upsert(name="first")["id"]
+    observation = client.workspaces.list(subscribe=True).subscription
+    assert observation is not None
+
+    def register(callback: Callable[..., object]) -> Callable[[], None]:
+        return observation.subscribe(update=callback)
+
+    every_keeper_hears(
+        client,
+        register,
+        lambda: fake.workspaces.upsert(workspace, name="next"),
+        threads=threads,
+        rounds=rounds,
+        heard_if=_workspace_named("next"),
+    )
+
+
+@pytest.mark.parametrize(("threads", "rounds"), SHAPES)
+def test_workspace_listeners_survive_concurrent_removals(connected, threads, rounds) -> None:
+    fake, client = connected()
+    workspace = fake.workspaces.upsert(name="first")["id"]
+    assert client.workspaces.list(subscribe=True).subscription is not None
+    every_keeper_hears(
+        client,
+        client.workspaces.subscribe,
+        lambda: fake.workspaces.upsert(workspace, name="next"),
+        threads=threads,
+        rounds=rounds,
+        heard_if=_workspace_named("next"),
+    )
+
+
+@pytest.mark.parametrize(("threads", "rounds"), SHAPES)
+def test_project_cache_listeners_survive_concurrent_removals(connected, threads, rounds) -> None:
+    fake, client = connected()
+    fake.projects.upsert("p-first", projectDisplayName="first", projectRootPath="/p/first", projectKind="git")
+    cache = client.projects.cache()
+
+    def is_next(change: dc.ProjectChange) -> bool:
+        return change.project_id == "p-next"
+
+    every_keeper_hears(
+        client,
+        cache.on_change,
+        lambda: fake.projects.upsert("p-next", projectDisplayName="next", projectRootPath="/p/next", projectKind="git"),
+        threads=threads,
+        rounds=rounds,
+        heard_if=is_next,
+    )
+    cache.close()
+
+
+@pytest.mark.parametrize(("threads", "rounds"), SHAPES)
+def test_connection_listeners_survive_concurrent_removals(threads, rounds) -> None:
+    """``on_connection_change``'s registry, hammered while another thread notifies throughout."""
+    from daemon_client.client.switches import ConnectionListeners
+
+    listeners = ConnectionListeners(lambda job: job())
+    connection = dc.HostConnection("ws://127.0.0.1:7001/ws")
+    stop = threading.Event()
+
+    def notify_throughout() -> None:  # stands in for the reader thread announcing switches
+        while not stop.is_set():
+            listeners.notify(None, connection, "noise")
+
+    noise = threading.Thread(target=notify_throughout, name="notifier")
+    noise.start()
+    keepers = Keepers(lambda _previous, _current, reason: reason == "next")
+    try:
+        removers = hammer(listeners.add, keepers, threads=threads, rounds=rounds)
+    finally:
+        stop.set()
+        noise.join(BOUND)
+    assert not noise.is_alive()
+    listeners.notify(None, connection, "next")
+    lost = keepers.count - len(keepers.heard)
+    assert lost == 0, f"{lost} of {keepers.count} keepers never heard the next change"
+    for remove in removers:
+        remove()

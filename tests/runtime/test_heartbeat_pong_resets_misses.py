@@ -61,3 +61,19 @@ def test_a_miss_then_a_pong_then_a_miss_does_not_close_the_socket() -> None:
     assert monitor.misses == 2
     assert dead == [f"Heartbeat timeout: 2 pings without a pong within {TIMEOUT:g} s"]
     monitor.stop()
+
+
+def test_a_new_connection_starts_with_no_misses() -> None:
+    """A miss on the connection before does not count against the next one."""
+    monitor, timers, pings, dead = _monitor()
+    timers.run(INTERVAL)  # probe 1
+    timers.run(TIMEOUT)  # no pong: miss 1
+    assert monitor.misses == 1
+    monitor.stop()  # the connection is lost
+    timers.due.clear()  # the old generation's timers would do nothing anyway
+    monitor.start()  # a fresh connection
+    assert monitor.misses == 0
+    timers.run(INTERVAL)  # its probe 1
+    timers.run(TIMEOUT)  # no pong: one miss on this connection, not a second in a row
+    assert (len(pings), monitor.misses, dead) == (2, 1, [])
+    monitor.stop()

@@ -162,3 +162,27 @@ def test_directory_restore_snapshot_follows_what_was_queued_and_covers_the_lag(c
     assert kinds.count("snapshot") == 2, kinds  # the first one and the restore's: no re-read after it
     assert not any(o.lagging for o in client.stats().observations)
     observation.release()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_workspace_directory_restore_snapshot_follows_what_was_queued_and_covers_the_lag(connected, kind, held) -> None:
+    fake, client = connected(kind, flow_control=SMALL)
+    workspace = fake.workspaces.upsert(name="first")["id"]
+    observation = client.workspaces.list(subscribe=True).subscription
+    assert observation is not None
+    first = observation.subscription_id
+    observation.subscribe(snapshot=lambda s: held(("snapshot", s)), update=lambda u: held(("update", u)))
+    fake.workspaces.upsert(workspace, name="held")
+    assert held.entered.wait(5)
+    for n in range(10):
+        fake.workspaces.upsert(workspace, name=f"name {n}")
+    client.ping()
+    assert client.stats().backlog.lagging
+    reconnect_while_held(fake, client, lambda: observation.subscription_id not in (None, first))
+    held.gate.set()
+    settle(client)
+    kinds = [kind for kind, _value in held.items]
+    assert kinds[-1] == "snapshot", kinds  # the restore's snapshot, after every queued update
+    assert kinds.count("snapshot") == 2, kinds  # the first one and the restore's: no re-read after it
+    assert not any(o.lagging for o in client.stats().observations)
+    observation.release()

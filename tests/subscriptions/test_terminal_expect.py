@@ -45,6 +45,37 @@ def test_a_string_sequence_split_anywhere_is_matched_only_once_whole(kind: str, 
         assert found.string == "ready? ready!"
 
 
+@pytest.mark.parametrize("terminator", ["\x07", "\x1b\\"], ids=["BEL", "ST"])
+@pytest.mark.parametrize("kind", list(STRINGS))
+def test_a_string_sequence_arriving_a_byte_at_a_time_is_matched_only_once_whole(kind: str, terminator: str) -> None:
+    """Every byte its own frame: no prefix of the string is ever matched, wherever it stops."""
+    stream = f"ready? \x1b{STRINGS[kind]}2;secret ready!\\{terminator}ready!"
+    reader = OutputReader("t")
+    for byte in stream.encode()[:-1]:
+        reader.push(bytes([byte]))
+        with pytest.raises(dc.ExpectTimeout):
+            reader.expect("secret|ready!", 0, strip=True)
+    reader.push(stream.encode()[-1:])
+    found = reader.expect("secret|ready!", 0, strip=True)
+    assert found.group(0) == "ready!", kind
+    assert found.string == "ready? ready!"
+
+
+@pytest.mark.parametrize("terminator", ["\x07", "\x1b\\"], ids=["BEL", "ST"])
+@pytest.mark.parametrize("kind", list(STRINGS))
+def test_a_string_sequence_split_in_three_anywhere_is_matched_only_once_whole(kind: str, terminator: str) -> None:
+    stream = f"ok \x1b{STRINGS[kind]}secret{terminator}done"
+    for first in range(1, len(stream) - 1):
+        for second in range(first + 1, len(stream)):
+            reader = OutputReader("t")
+            for part in (stream[:first], stream[first:second]):
+                reader.push(part.encode())
+                with pytest.raises(dc.ExpectTimeout):
+                    reader.expect("secret|done", 0, strip=True)
+            reader.push(stream[second:].encode())
+            assert reader.expect("secret|done", 0, strip=True).group(0) == "done", (kind, first, second)
+
+
 # ------------------------------------------------------------------------------ several callers
 
 

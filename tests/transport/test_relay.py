@@ -291,6 +291,32 @@ def test_a_frame_that_breaks_the_channel_ends_the_socket_undelivered(fakes, clie
     assert stats.handshakes == 2
 
 
+def test_a_sealed_frame_the_relay_sends_again_is_refused_and_the_client_reconnects(fakes, clients) -> None:
+    """Over loopback: the relay repeats a sealed push it forwarded; the push is heard once, the
+    socket is closed as for a tampered frame, counted, and the client reconnects."""
+    fake = fakes()
+    client = clients(fake.serve_relay())
+    client.connect()
+    pushes = RecordingHandler("pushes")
+    client.add_push_listener(pushes, ["replay_probe"])
+    log = _states(client)
+    client.ping()
+    fake.relay.relay.clear_forwarded()
+    fake.push("replay_probe", {"n": 1})
+    pushes.wait_for(1)
+    sealed = next(f.data for f in fake.relay.relay.forwarded if f.direction == "to_client")
+    assert isinstance(sealed, str)
+    assert fake.relay.inject_unsealed(sealed) == 1  # the same ciphertext, again, on the same socket
+    _connected_again(log)
+    client.ping()
+    assert client.flush_callbacks()
+    assert len(pushes.items) == 1
+    stats = client.relay_stats
+    assert stats is not None
+    assert stats.rejected_frames == 1
+    assert stats.handshakes == 2
+
+
 def test_a_payload_that_is_not_utf8_is_a_binary_message_and_the_socket_stays(fakes, clients, caplog) -> None:
     fake = fakes()
     client = clients(fake.serve_relay())
