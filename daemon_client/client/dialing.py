@@ -67,6 +67,44 @@ class Dialing(Record):
         self.relays = relays
 
 
+class _Settings(Record):
+    """What every route of one client is built with."""
+
+    __slots__ = ("allow_insecure_credentials", "auth_header", "logger", "ssl_context", "transport_factory")
+    _unshown = frozenset({"auth_header"})
+
+    transport_factory: Callable[[], Transport]
+    ssl_context: ssl.SSLContext | None
+    auth_header: str | None
+    allow_insecure_credentials: bool | None
+    logger: logging.Logger
+
+    def __init__(
+        self,
+        transport_factory: Callable[[], Transport],
+        ssl_context: ssl.SSLContext | None,
+        auth_header: str | None,
+        allow_insecure_credentials: bool | None,
+        logger: logging.Logger,
+    ) -> None:
+        self.transport_factory = transport_factory
+        self.ssl_context = ssl_context
+        self.auth_header = auth_header
+        self.allow_insecure_credentials = allow_insecure_credentials
+        self.logger = logger
+
+    def refusal(self, target: DaemonTarget, password: str | None, *, host: bool) -> str | None:
+        """The credential plan of ``target`` with ``password``: a refusal, or ``None`` (a warning is logged)."""
+        return _credential_plan(
+            target,
+            ssl_context=self.ssl_context,
+            has_credentials=bool(password or self.auth_header),
+            allow_insecure_credentials=self.allow_insecure_credentials,
+            logger=self.logger,
+            host=host,
+        )
+
+
 class RelayRoutes:
     """The relay factories of a client, made when first used; their counters, summed."""
 
@@ -157,20 +195,9 @@ def plan_dialing(
 ) -> Dialing:
     """Decide how the client dials (see the module docstring); ``ValueError`` for a bad address."""
     relays = RelayRoutes(transport_factory, logger.getChild("relay"))
+    settings = _Settings(transport_factory, ssl_context, auth_header, allow_insecure_credentials, logger)
     if url is not None and not isinstance(url, (str, RelayTarget)):
-        return _plan_host(
-            url,
-            password=password,
-            relays=relays,
-            transport_factory=transport_factory,
-            ssl_context=ssl_context,
-            auth_header=auth_header,
-            allow_insecure_credentials=allow_insecure_credentials,
-            logger=logger,
-            prober=prober,
-            probe_timeout=probe_timeout,
-            on_learn=on_learn,
-        )
+        return _plan_host(url, settings, password, relays, prober, probe_timeout, on_learn)
     resolution = resolve(url or None)
     target = resolution.target
     chosen = password_from_env(password if password is not None else target.password)
@@ -180,28 +207,16 @@ def plan_dialing(
         if chosen is not None:
             logger.info("the password is not sent through the relay: the pairing offer is the credential")
             chosen = None
-    refusal = _credential_plan(
-        target,
-        ssl_context=ssl_context,
-        has_credentials=bool(chosen or auth_header),
-        allow_insecure_credentials=allow_insecure_credentials,
-        logger=logger,
-        host=False,
-    )
+    refusal = settings.refusal(target, chosen, host=False)
     targets = TargetSource(resolution, resolve, logger.getChild("discovery"))
     return Dialing(targets, Route(factory, chosen, refusal), None, chosen, (chosen, auth_header), relays)
 
 
-def _plan_host(
+def _plan_host(  # noqa: PLR0917 - one caller, in order
     host: Host,
-    *,
+    settings: _Settings,
     password: str | None,
     relays: RelayRoutes,
-    transport_factory: Callable[[], Transport],
-    ssl_context: ssl.SSLContext | None,
-    auth_header: str | None,
-    allow_insecure_credentials: bool | None,
-    logger: logging.Logger,
     prober: Prober,
     probe_timeout: float,
     on_learn: Callable[[str], None] | None,
@@ -213,20 +228,12 @@ def _plan_host(
         raise TypeError(f"a daemon address is a string, a RelayTarget or a Host, not {type(host).__name__}")
     fallback = password_from_env(password)
     by_target: dict[DaemonTarget, Route] = {}
-    secrets: list[str | None] = [fallback, auth_header]
+    secrets: list[str | None] = [fallback, settings.auth_header]
     for connection in host.connections:
-        by_target[connection.target] = _route(
-            connection,
-            fallback=fallback,
-            relays=relays,
-            transport_factory=transport_factory,
-            ssl_context=ssl_context,
-            auth_header=auth_header,
-            allow_insecure_credentials=allow_insecure_credentials,
-            logger=logger,
-        )
+        by_target[connection.target] = _route(connection, settings, fallback, relays)
         secrets.append(by_target[connection.target].password)
-    targets = HostTargets(host, prober, logger.getChild("hosts"), probe_timeout=probe_timeout, on_learn=on_learn)
+    logger = settings.logger.getChild("hosts")
+    targets = HostTargets(host, prober, logger, probe_timeout=probe_timeout, on_learn=on_learn)
     first = by_target[host.ordered()[0].target]
 
     def route(target: DaemonTarget) -> Route:
@@ -235,31 +242,13 @@ def _plan_host(
     return Dialing(targets, first, route, first.password, tuple(secrets), relays)
 
 
-def _route(
-    connection: HostConnection,
-    *,
-    fallback: str | None,
-    relays: RelayRoutes,
-    transport_factory: Callable[[], Transport],
-    ssl_context: ssl.SSLContext | None,
-    auth_header: str | None,
-    allow_insecure_credentials: bool | None,
-    logger: logging.Logger,
-) -> Route:
+def _route(connection: HostConnection, settings: _Settings, fallback: str | None, relays: RelayRoutes) -> Route:
     target = connection.target
     if target.relay is not None:
         return Route(relays.lazy(target.relay), None)
     own = connection.effective_password
     chosen = own if own is not None else fallback
-    refusal = _credential_plan(
-        target,
-        ssl_context=ssl_context,
-        has_credentials=bool(chosen or auth_header),
-        allow_insecure_credentials=allow_insecure_credentials,
-        logger=logger,
-        host=True,
-    )
-    return Route(transport_factory, chosen, refusal)
+    return Route(settings.transport_factory, chosen, settings.refusal(target, chosen, host=True))
 
 
 PROBE_TIMEOUT = 3.0
