@@ -130,6 +130,12 @@ def _connections(values: Iterable[HostConnection | Address]) -> tuple[HostConnec
     return tuple(unique)
 
 
+def _given_preference(value: HostConnection | Address | None) -> HostConnection | None:
+    """``Host(preferred=...)`` takes a connection, its address or its id; it is resolved to one
+    of the host's connections once they are known (``__attrs_post_init__``)."""
+    return value  # type: ignore[return-value]  # an address or id until __attrs_post_init__ resolves it
+
+
 @attrs.frozen
 class Host:
     """A daemon reached by any of several connections; see the module docstring.
@@ -150,7 +156,7 @@ class Host:
 
     label: str = attrs.field()
     connections: tuple[HostConnection, ...] = attrs.field(converter=_connections)
-    preferred: HostConnection | None = attrs.field(default=None)
+    preferred: HostConnection | None = attrs.field(default=None, converter=_given_preference)
     server_id: str | None = attrs.field(default=None)
     probe_interval: float | None = attrs.field(default=30.0, kw_only=True)
 
