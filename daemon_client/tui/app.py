@@ -42,32 +42,12 @@ REPAINT = 0.1
 PING_EVERY = 2.0
 PAGE = 50
 CALL_TIMEOUT = 15.0
-KEYS = (
-    ("q", "quit"),
-    ("/", "filter: words match title, host, label or status; status:, host:, label: one field"),
-    ("Escape", "back to the table"),
-    ("s / S", "next sort column / reverse the sort"),
-    ("up, down", "select an agent: the detail pane follows it"),
-    ("a / d", "allow / deny the selected agent's pending permission"),
-    ("p", "send a prompt to the selected agent"),
-    ("c", "cancel the selected agent's turn"),
-    ("x", "archive the selected agent (asks first)"),
-    ("t", "attach to the selected agent's terminal (detach with Ctrl-])"),
-    ("h, Home", "read an older page of the selected agent's timeline"),
-)
-"""Every key of the dashboard and what it does (``top --help`` and docs/cli.md list them)."""
-
-
-def keys_text() -> str:
-    width = max(len(key) for key, _ in KEYS)
-    return "\n".join(f"  {key:<{width}}  {what}" for key, what in KEYS)
-
-
 class TopApp(App[int]):
     """The dashboard. ``hosts``: the hosts to follow (a :class:`~daemon_client.Fleet` is made of
     them, its callbacks on this app's loop); or ``make_fleet(executor)`` for a fleet made
     otherwise (tests). ``attach``: how to open a terminal (default: none, the status line says
-    so). ``fleet_options`` go to the fleet."""
+    so); ``duration``: quit after that many seconds. ``fleet_options`` go to the fleet. The keys
+    are listed in ``daemon-client top --help``."""
 
     TITLE = "daemon-client top"
     CSS = """
@@ -100,6 +80,7 @@ class TopApp(App[int]):
         *,
         make_fleet: FleetFactory | None = None,
         attach: AttachRunner | None = None,
+        duration: float | None = None,
         open_timeout: float = 15.0,
         **fleet_options: Any,
     ) -> None:
@@ -113,6 +94,7 @@ class TopApp(App[int]):
                 return Fleet(listed, callback_executor=executor, **fleet_options)
 
         self._attach = attach
+        self._duration = duration
         self.source = FleetSource(make_fleet, self._rows_changed, self._host_changed, open_timeout=open_timeout)
         self.table = AgentTable(id="agents")
         self.detail = DetailPane(id="detail")
@@ -135,6 +117,8 @@ class TopApp(App[int]):
         self.set_interval(REPAINT, self._repaint)
         self.set_interval(1.0, self._every_second)
         self.set_interval(PING_EVERY, self._ping)
+        if self._duration is not None:
+            self.set_timer(self._duration, self.action_quit)
         self.table.focus()
 
     async def on_unmount(self) -> None:
