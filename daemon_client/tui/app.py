@@ -99,7 +99,7 @@ class TopApp(App[int]):
         self.table = AgentTable(id="agents")
         self.detail = DetailPane(id="detail")
         self.status = StatusLine(id="status")
-        self._closing: threading.Thread | None = None
+        self._closer: threading.Thread | None = None
         self._counted = (time.monotonic(), 0)
 
     def compose(self) -> Any:
@@ -126,12 +126,12 @@ class TopApp(App[int]):
 
     async def shutdown(self) -> None:
         """Stop following and close the fleet, on a thread awaited without blocking the loop."""
-        if self._closing is None:
+        if self._closer is None:
             self.source.release()
-            self._closing = threading.Thread(target=self.source.close, name="top-close", daemon=True)
-            self._closing.start()
+            self._closer = threading.Thread(target=self.source.close, name="top-close", daemon=True)
+            self._closer.start()
         deadline = time.monotonic() + 8.0
-        while self._closing.is_alive() and time.monotonic() < deadline:
+        while self._closer.is_alive() and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
 
     async def action_quit(self) -> None:
