@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from textual.app import App
+from textual.app import App, SuspendNotSupported
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input
 
@@ -324,8 +324,15 @@ class TopApp(App[int]):
 
     def _run_attach(self, host: str, terminal_id: str) -> None:
         assert self._attach is not None
-        with self.suspend():  # the attach view owns the terminal until it detaches
+        if self.is_headless:  # nothing to hand over (tests): the view runs as it is
             self._attach(host, terminal_id)
+        else:
+            try:
+                with self.suspend():  # the attach view owns the terminal until it detaches
+                    self._attach(host, terminal_id)
+            except SuspendNotSupported:
+                self.status.say("this terminal cannot be handed over to the attach view (no suspend here)")
+                return
         self.status.say(f"detached from terminal {terminal_id}")
 
     # ------------------------------------------------------------------ workers
@@ -338,7 +345,8 @@ class TopApp(App[int]):
             try:
                 result = call()
             except (DaemonClientError, TimeoutError, KeyError) as exc:
-                post(lambda: self.status.say(f"failed: {describe(exc)}"))
+                failure = f"failed: {describe(exc)}"
+                post(lambda: self.status.say(failure))
                 return
 
             def finish() -> None:

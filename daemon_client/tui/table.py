@@ -77,7 +77,9 @@ class AgentTable(DataTable[Cell]):
         self._rebuild = True
         self._resort = False
         self.flushes = 0
-        """How many flushes changed the table (tests and the status line read it)."""
+        """How many flushes changed the table."""
+        self.rebuilds = 0
+        """How many times the table was cleared and refilled (a new filter): updates never do."""
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -170,6 +172,7 @@ class AgentTable(DataTable[Cell]):
     def _rebuild_all(self) -> None:
         selected = self.selected_key
         self._rebuild = self._resort = False
+        self.rebuilds += 1
         self._dirty.clear()
         self.clear()
         self._shown.clear()
