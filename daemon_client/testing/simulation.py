@@ -49,8 +49,6 @@ ANSWERS = (
 )
 
 
-
-
 @attrs.frozen
 class Scenario:
     """One more agent of a varied simulation: what it is asked and how its turns go."""
@@ -68,18 +66,31 @@ class Scenario:
 
 SCENARIOS: Sequence[Scenario] = (
     Scenario(
-        "Publish the 2.4 release", "webapp", "Tag v2.4.0 and push the release branch.",
+        "Publish the 2.4 release",
+        "webapp",
+        "Tag v2.4.0 and push the release branch.",
         "Pushed release/2.4 and the v2.4.0 tag; the release pipeline is running.",
-        "permission", "git tag v2.4.0", (("team", "release"),),
+        "permission",
+        "git tag v2.4.0",
+        (("team", "release"),),
     ),
     Scenario(
-        "Migrate the billing schema", "billing", "Run the pending billing migrations on staging.",
-        "", "fail", "alembic upgrade head", (("team", "payments"),),
+        "Migrate the billing schema",
+        "billing",
+        "Run the pending billing migrations on staging.",
+        "",
+        "fail",
+        "alembic upgrade head",
+        (("team", "payments"),),
     ),
     Scenario(
-        "Refactor the session cache", "webapp", "Replace the session cache with the shared LRU.",
+        "Refactor the session cache",
+        "webapp",
+        "Replace the session cache with the shared LRU.",
         "Half of the call sites now use the shared cache; the rest still need",
-        "cancel", "rg -n SessionCache", (("team", "platform"),),
+        "cancel",
+        "rg -n SessionCache",
+        (("team", "platform"),),
     ),
 )
 """The agents a varied simulation adds to :data:`AGENTS`, in order."""
@@ -124,7 +135,7 @@ class Simulation:
 
     def _populate(self) -> None:
         fake = self._fake
-        cast = [(title, folder, ()) for title, folder in AGENTS]
+        cast: list[tuple[str, str, tuple[tuple[str, str], ...]]] = [(title, folder, ()) for title, folder in AGENTS]
         cast += [(scenario.title, scenario.folder, scenario.labels) for scenario in self.scenarios if scenario]
         for title, folder, labels in cast:
             cwd = f"{PROJECT_ROOT}/{folder}"

@@ -15,10 +15,10 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, SuspendNotSupported
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Input
 
 from daemon_client.errors import DaemonClientError
@@ -42,6 +42,8 @@ REPAINT = 0.1
 PING_EVERY = 2.0
 PAGE = 50
 CALL_TIMEOUT = 15.0
+
+
 class TopApp(App[int]):
     """The dashboard. ``hosts``: the hosts to follow (a :class:`~daemon_client.Fleet` is made of
     them, its callbacks on this app's loop); or ``make_fleet(executor)`` for a fleet made
@@ -59,10 +61,10 @@ class TopApp(App[int]):
     #prompt.shown { display: block; }
     StatusLine { dock: bottom; height: 2; background: $panel; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit"),
         Binding("slash", "focus_filter", "filter"),
-        Binding("escape", "back", "back", show=False, priority=True),
+        Binding("escape", "leave", "back", show=False),
         Binding("s", "sort", "sort"),
         Binding("S", "sort(True)", "reverse", show=False),
         Binding("a", "answer(True)", "allow"),
@@ -93,7 +95,7 @@ class TopApp(App[int]):
             def make_fleet(executor: Any) -> Fleet:
                 return Fleet(listed, callback_executor=executor, **fleet_options)
 
-        self._attach = attach
+        self._attach_view = attach
         self._duration = duration
         self.source = FleetSource(make_fleet, self._rows_changed, self._host_changed, open_timeout=open_timeout)
         self.table = AgentTable(id="agents")
@@ -222,7 +224,7 @@ class TopApp(App[int]):
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
 
-    def action_back(self) -> None:
+    def action_leave(self) -> None:
         prompt = self.query_one("#prompt", Input)
         prompt.remove_class("shown")
         prompt.value = ""
@@ -237,7 +239,7 @@ class TopApp(App[int]):
             self.table.focus()
             return
         text = event.value.strip()
-        self.action_back()
+        self.action_leave()
         selected = self._selected()
         if selected is None or not text:
             return
@@ -315,7 +317,7 @@ class TopApp(App[int]):
         def found(terminals: Any) -> None:
             if not terminals.terminals:
                 self.status.say(f"{row.title} has no terminal (none runs in {cwd})")
-            elif self._attach is None:
+            elif self._attach_view is None:
                 self.status.say("attaching is not available here")
             else:
                 self._run_attach(row.host, terminals.terminals[0].id)
@@ -323,13 +325,13 @@ class TopApp(App[int]):
         self._in_worker(lambda: client.terminals.list(cwd=cwd, timeout=CALL_TIMEOUT), found, "")
 
     def _run_attach(self, host: str, terminal_id: str) -> None:
-        assert self._attach is not None
+        assert self._attach_view is not None
         if self.is_headless:  # nothing to hand over (tests): the view runs as it is
-            self._attach(host, terminal_id)
+            self._attach_view(host, terminal_id)
         else:
             try:
                 with self.suspend():  # the attach view owns the terminal until it detaches
-                    self._attach(host, terminal_id)
+                    self._attach_view(host, terminal_id)
             except SuspendNotSupported:
                 self.status.say("this terminal cannot be handed over to the attach view (no suspend here)")
                 return

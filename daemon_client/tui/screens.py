@@ -6,9 +6,9 @@ Escape declines; the answer goes to the callback given to ``push_screen``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -17,7 +17,7 @@ from textual.widgets import Static
 class ConfirmScreen(ModalScreen[bool]):
     """Asks ``question``; dismissed with True (``y``, Enter) or False (``n``, Escape)."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y,enter", "answer(True)", "yes"),
         Binding("n,escape", "answer(False)", "no"),
     ]

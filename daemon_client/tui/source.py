@@ -207,7 +207,8 @@ class FleetSource:
     # ------------------------------------------------------------------ the opening thread
     def _open(self) -> None:
         fleet, executor = self.fleet, self._executor
-        assert fleet is not None and executor is not None
+        assert fleet is not None
+        assert executor is not None
         try:
             fleet.connect(self._open_timeout)
             if self._closed.is_set():

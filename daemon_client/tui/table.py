@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from daemon_client.tui.rows import SORTS, AgentRow, RowFilter, age_text
@@ -118,14 +119,14 @@ class AgentTable(DataTable[Cell]):
     @property
     def shown_keys(self) -> list[str]:
         """The keys of the rows shown, top to bottom."""
-        return [str(self.coordinate_to_cell_key((index, 0)).row_key.value) for index in range(self.row_count)]
+        return [str(self.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value) for index in range(self.row_count)]
 
     @property
     def selected_key(self) -> str | None:
         if self.row_count == 0:
             return None
         try:
-            return str(self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value)
+            return str(self.coordinate_to_cell_key(Coordinate(self.cursor_row, 0)).row_key.value)
         except Exception:  # noqa: BLE001 - the cursor is off the rows
             return None
 
@@ -156,7 +157,7 @@ class AgentTable(DataTable[Cell]):
                 self.add_row(*(Cell(text, key) for text in cells), key=key)
                 resort = changed = True
             elif old != cells:
-                for (column, _, width), before, after in zip(COLUMNS, old, cells):
+                for (column, _, width), before, after in zip(COLUMNS, old, cells, strict=True):
                     if before != after:
                         self.update_cell(key, column, Cell(after, key), update_width=width is None)
                         if column == sort_field or (sort_field == "age" and column == "status"):

@@ -89,4 +89,6 @@ def test_demo_on_a_terminal_runs_the_dashboard(monkeypatch: pytest.MonkeyPatch) 
     assert code == 0
     assert out == ""
     [(labels, where, duration)] = seen
-    assert labels == ["demo"] and where["demo"].startswith("ws://127.0.0.1:") and duration == 2.0
+    assert labels == ["demo"]
+    assert where["demo"].startswith("ws://127.0.0.1:")
+    assert duration == 2.0

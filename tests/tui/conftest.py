@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from daemon_client.testing import FakeDaemon  # noqa: E402
+from daemon_client.testing import FakeDaemon
 
 
 @pytest.fixture

@@ -54,7 +54,7 @@ def cells(app: TopApp, agent_id: str) -> dict[str, str]:
     row = app.table.get_row(key)
     from daemon_client.tui.table import COLUMNS
 
-    return {column: str(cell) for (column, _, _), cell in zip(COLUMNS, row)}
+    return {column: str(cell) for (column, _, _), cell in zip(COLUMNS, row, strict=True)}
 
 
 async def select(app: TopApp, pilot: Any, agent_id: str) -> bool:

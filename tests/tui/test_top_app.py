@@ -11,11 +11,11 @@ import pytest
 
 pytest.importorskip("textual")
 
-from daemon_client.testing import FakeDaemon  # noqa: E402
-from daemon_client.tui import TopApp  # noqa: E402
-from daemon_client.tui.rows import row_key  # noqa: E402
+from daemon_client.testing import FakeDaemon
+from daemon_client.tui import TopApp
+from daemon_client.tui.rows import row_key
 
-from .harness import HOST, cells, drive, select, until  # noqa: E402
+from .harness import HOST, cells, drive, select, until
 
 
 def test_rows_appear_and_change_in_place(fake: FakeDaemon) -> None:
@@ -50,7 +50,9 @@ def test_the_turn_streams_into_the_row_and_the_detail_pane(fake: FakeDaemon) -> 
         assert await until(pilot, lambda: cells(app, agent).get("last") == "The answer is 42.")
         assert await until(pilot, lambda: "-- turn completed" in app.detail.text)
         text = app.detail.text
-        assert "> What is the answer?" in text and "The answer is 42." in text and "[tool read: completed]" in text
+        assert "> What is the answer?" in text
+        assert "The answer is 42." in text
+        assert "[tool read: completed]" in text
 
     drive(fake, scenario)
 
@@ -71,6 +73,7 @@ def test_the_filter_and_the_sort(fake: FakeDaemon) -> None:
         await pilot.press("slash", *"status:running")
         assert await until(pilot, lambda: app.table.shown_keys == [row_key(HOST, running)])
         await pilot.press("escape")
+        assert await until(pilot, lambda: app.focused is app.table)  # keys are the table's again
         app.query_one("#filter").value = "label:team=docs"  # type: ignore[attr-defined]
         assert await until(pilot, lambda: [app.source.rows[k].title for k in app.table.shown_keys] == ["b-docs"])
         app.query_one("#filter").value = "TESTS"  # type: ignore[attr-defined]
@@ -149,7 +152,7 @@ def test_archiving_asks_first(fake: FakeDaemon) -> None:
         assert await select(app, pilot, agent)
         await pilot.press("x")
         assert await until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
-        await pilot.press("n")
+        await pilot.press("escape")
         assert await until(pilot, lambda: "not archived" in app.status.plain)
         assert fake.agents.get(agent)["archivedAt"] is None
         await pilot.press("x")

@@ -93,7 +93,7 @@ def attach_runner(where: Mapping[str, str], password: str | None) -> Callable[[s
         if password is not None:
             env["PASEO_PASSWORD"] = password
         command = [sys.executable, "-m", "daemon_client", "attach", "--host", where[host], terminal_id]
-        return subprocess.run(command, env=env, check=False).returncode  # noqa: S603 - our own command line
+        return subprocess.run(command, env=env, check=False).returncode
 
     return attach
 
