@@ -22,11 +22,11 @@ from daemon_client.tui.rows import SORTS, AgentRow, RowFilter, age_text
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("host", "HOST", None),
     ("title", "TITLE", 28),
-    ("model", "PROVIDER/MODEL", 16),
-    ("status", "STATUS", 16),
+    ("model", "PROVIDER/MODEL", 22),
+    ("status", "STATUS", 14),
     ("perms", "PERMS", 5),
     ("last", "LAST LINE", 44),
-    ("labels", "LABELS", 18),
+    ("labels", "LABELS", 22),
 )
 """Column key, heading and width (``None``: as wide as its widest cell)."""
 
