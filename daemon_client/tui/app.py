@@ -210,6 +210,11 @@ class TopApp(App[int]):
         if key == self.detail.key:
             self.detail.older_shown(added)
 
+    def on_detail_pane_reached_top(self, _message: DetailPane.ReachedTop) -> None:
+        feed = self.source.feeds.get(self.detail.key) if self.detail.key else None
+        if feed is not None and feed.has_older:
+            self.action_older()
+
     def action_older(self) -> None:
         key = self.detail.key
         feed = self.source.feeds.get(key) if key else None

@@ -3,7 +3,8 @@
 Runs on the application's loop thread. :meth:`DetailPane.show` switches to an agent;
 :meth:`DetailPane.redraw` (the application's timer, at most 10 times a second) repaints only
 when the agent's feed or row changed. History pages are read by the application on a worker
-thread and prepended to the feed; the pane keeps the reader's place when they arrive.
+thread (asked for with a key, or by scrolling back to the top) and prepended to the feed; the
+pane keeps the reader's place when they arrive.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
 from daemon_client.tui.feed import AgentFeed
@@ -22,7 +24,11 @@ SHOWN = 400
 
 
 class DetailPane(VerticalScroll):
-    """See the module docstring."""
+    """See the module docstring. Scrolling back to the top posts :class:`DetailPane.ReachedTop`
+    (the application then reads an older page)."""
+
+    class ReachedTop(Message):
+        """The reader scrolled back to the top of the timeline."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -91,6 +97,11 @@ class DetailPane(VerticalScroll):
             self.call_after_refresh(self.scroll_end, animate=False)
         elif self.scroll_y <= 0 and self._extra:
             self.call_after_refresh(self._keep_place, before)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if old_value > 0 >= new_value and self.key is not None:
+            self.post_message(self.ReachedTop())
 
     def _keep_place(self, before: float) -> None:
         self.scroll_to(y=max(0.0, self.max_scroll_y - before), animate=False)

@@ -69,6 +69,8 @@ def test_demo_without_a_terminal_is_plain() -> None:
 
 def test_demo_on_a_terminal_without_textual_is_plain(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "textual", None)  # as if the tui extra were not installed
+    for name in [name for name in sys.modules if name.startswith("daemon_client.tui")]:
+        monkeypatch.delitem(sys.modules, name)  # imported by an earlier test: import it again
     code, out = run(["demo", "--duration", "0.3"], Terminal())
     assert code == 0
     assert out.startswith("embedded demo daemon (capable host) at ws://127.0.0.1:")

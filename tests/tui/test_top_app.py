@@ -202,8 +202,11 @@ def test_older_history_is_read_page_by_page(fake: FakeDaemon) -> None:
         assert "> row 69\n" not in app.detail.text + "\n"  # one page: the newest 50
         await pilot.press("h")
         assert await until(pilot, lambda: "> row 20\n" in app.detail.text)
-        await pilot.press("h")
+        app.detail.scroll_end(animate=False)
+        assert await until(pilot, lambda: app.detail.scroll_y > 0)
+        app.detail.scroll_home(animate=False)  # back at the top: the next page comes
         assert await until(pilot, lambda: "> row 0\n" in app.detail.text)
+        await pilot.press("h")
         lines = [line for line in app.detail.text.splitlines() if line.startswith("> row ")]
         assert lines == [f"> row {n}" for n in range(120)]  # in order, none twice
         await pilot.press("h")
@@ -216,13 +219,14 @@ def test_a_lost_host_shows_in_the_status_line_until_it_is_back(fake: FakeDaemon)
     agent = fake.agents.upsert(title="survivor")["id"]
 
     async def scenario(app: TopApp, pilot: Any) -> None:
-        assert await until(pilot, lambda: f"{HOST}: connected" in app.status.plain)
+        key = row_key(HOST, agent)
+        assert await until(pilot, lambda: f"{HOST}: connected" in app.status.plain and key in app.source.rows)
         fake.restart(downtime=1.5)
         assert await until(pilot, lambda: f"{HOST}: reconnecting" in app.status.plain or
                            f"{HOST}: connecting" in app.status.plain)  # fmt: skip
-        assert await until(pilot, lambda: app.source.rows[row_key(HOST, agent)].available is False)
+        assert await until(pilot, lambda: key in app.source.rows and app.source.rows[key].available is False)
         assert await until(pilot, lambda: f"{HOST}: connected" in app.status.plain)
-        assert await until(pilot, lambda: app.source.rows[row_key(HOST, agent)].available)
+        assert await until(pilot, lambda: key in app.source.rows and app.source.rows[key].available)
         assert await until(pilot, lambda: cells(app, agent)["status"].startswith("idle "))  # no "?" left
 
     drive(fake, scenario)
