@@ -63,6 +63,8 @@ class FleetSource:
         self.directory: FleetDirectory | None = None
         self.events = 0
         """Events received so far (directory and timelines)."""
+        self.snapshots = 0
+        """Directory snapshots received (one per host, then one per re-establishment or resync)."""
         self.open_error: BaseException | None = None
         self._executor: AsyncioExecutor | None = None
         self._removers: list[Callable[[], None]] = []
@@ -109,6 +111,7 @@ class FleetSource:
 
     def _snapshot(self, event: FleetEvent) -> None:
         """A host's entries now (first read, reconnect, resync after skips): replace its rows."""
+        self.snapshots += 1
         before = {key for key, row in self.rows.items() if row.host == event.host}
         seen: set[str] = set()
         for entry in event.entries:

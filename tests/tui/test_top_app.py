@@ -5,12 +5,14 @@ archiving, history pages, a lost host in the status line, and a flood that never
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
 
 pytest.importorskip("textual")
 
+import daemon_client as dc
 from daemon_client.testing import FakeDaemon
 from daemon_client.tui import TopApp
 from daemon_client.tui.rows import row_key
@@ -266,3 +268,27 @@ def test_a_flood_of_updates_never_stops_the_keys(fake: FakeDaemon) -> None:
         assert app.source.events >= 5
 
     drive(fake, scenario)
+
+
+def test_skipped_updates_show_and_the_table_is_read_again_from_the_fresh_snapshot(fake: FakeDaemon) -> None:
+    agent = fake.agents.upsert(title="hot")["id"]
+    total = 2000
+
+    def flood() -> None:
+        for n in range(total):
+            fake.agents.upsert(agent, title=f"hot #{n}")
+
+    async def scenario(app: TopApp, pilot: Any) -> None:
+        assert await until(pilot, lambda: cells(app, agent).get("title") == "hot")
+        snapshots = app.source.snapshots
+        flooder = threading.Thread(target=flood, name="test-flood")
+        flooder.start()
+        try:
+            time.sleep(1.0)  # the loop is stuck on purpose: the client's callback queue overflows
+        finally:
+            flooder.join(60)
+        assert await until(pilot, lambda: "skipped" in app.status.plain)  # the status line says so
+        assert await until(pilot, lambda: cells(app, agent).get("title") == f"hot #{total - 1}")
+        assert app.source.snapshots > snapshots  # the resync's snapshot replaced the rows
+
+    drive(fake, scenario, flow_control=dc.FlowControl(max_events=50, max_bytes=None))
