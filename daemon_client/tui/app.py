@@ -171,7 +171,8 @@ class TopApp(App[int]):
             self.status.notice = f"cannot read the agents: {describe(self.source.open_error)}"
         shown, total = self.table.row_count, len(self.source.rows)
         filtered = f" of {total} (filter: {self.table.row_filter.text})" if self.table.row_filter.text else ""
-        self.status.extra = f"{shown}{filtered} agents, by {self.table.sort_name}"
+        noun = "agent" if (total if filtered else shown) == 1 else "agents"
+        self.status.extra = f"{shown}{filtered} {noun}, by {self.table.sort_name}"
         self.table.refresh_ages()
         self.status.redraw()
 
