@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
@@ -51,8 +52,45 @@ def test_serve_without_the_demo_extra_says_what_to_install(
     assert capsys.readouterr().err == f"daemon-client: {EXTRA.format(module)}\n"
 
 
-def test_demo_on_a_terminal_redraws_its_screen() -> None:
-    code, out = run(["demo", "--duration", "0.5"], Terminal())
+def test_demo_plain_on_a_terminal_scrolls_and_never_erases() -> None:
+    code, out = run(["demo", "--plain", "--duration", "0.5"], Terminal())
     assert code == 0
-    assert "\x1b[H\x1b[J" in out
     assert out.startswith("embedded demo daemon (capable host) at ws://127.0.0.1:")
+    assert "\x1b" not in out  # no screen redraw: what was printed stays
+    assert "Publish the 2.4 release" in out  # the varied cast of the simulation
+
+
+def test_demo_without_a_terminal_is_plain() -> None:
+    code, out = run(["demo", "--duration", "0.3"])
+    assert code == 0
+    assert out.startswith("embedded demo daemon (capable host) at ws://127.0.0.1:")
+    assert "\x1b" not in out
+
+
+def test_demo_on_a_terminal_without_textual_is_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "textual", None)  # as if the tui extra were not installed
+    for name in [name for name in sys.modules if name.startswith("daemon_client.tui")]:
+        monkeypatch.delitem(sys.modules, name)  # imported by an earlier test: import it again
+    code, out = run(["demo", "--duration", "0.3"], Terminal())
+    assert code == 0
+    assert out.startswith("embedded demo daemon (capable host) at ws://127.0.0.1:")
+
+
+def test_demo_on_a_terminal_runs_the_dashboard(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("textual")
+    from daemon_client.cli.actions import top
+
+    seen: list[tuple[list[str], dict[str, str], float | None]] = []
+
+    def dashboard(hosts: list[Any], where: dict[str, str], **options: Any) -> int:
+        seen.append(([host.label for host in hosts], dict(where), options.get("duration")))
+        return 0
+
+    monkeypatch.setattr(top, "dashboard", dashboard)
+    code, out = run(["demo", "--duration", "2"], Terminal())
+    assert code == 0
+    assert out == ""
+    [(labels, where, duration)] = seen
+    assert labels == ["demo"]
+    assert where["demo"].startswith("ws://127.0.0.1:")
+    assert duration == 2.0

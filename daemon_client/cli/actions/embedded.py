@@ -1,8 +1,10 @@
 """``demo`` and ``serve``: the embedded simulated daemon (the ``demo`` extra) on loopback.
 
-``serve`` prints the daemon's URL and waits; ``demo`` also connects and shows the agent
-directory and one agent's timeline live: redrawn in place by the main thread on a terminal,
-one line per change elsewhere. The fake daemon's threads are stopped and joined on exit.
+``serve`` prints the daemon's URL and waits; ``demo`` also shows its agents live: on a terminal
+with Textual installed, in the ``top`` dashboard (:mod:`daemon_client.cli.actions.top`);
+otherwise (or with ``--plain``) as plain scrolling output that never erases what it printed:
+the agent directory, then one line per change, and one agent's timeline, printed from the
+client's callback thread. The fake daemon's threads are stopped and joined on exit.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK, USAGE, CliError
-from daemon_client.cli.live import LiveAgents, TextTail
+from daemon_client.cli.live import LiveAgents
 from daemon_client.cli.printer import MessagePrinter
 from daemon_client.cli.render import marks_for, unicode_marks_text
 from daemon_client.client import Client
@@ -55,7 +57,7 @@ def embedded(
             raise CliError(f"cannot listen on {where}: {exc.strerror or exc}") from None
         except ValueError as exc:  # e.g. a password without TLS off loopback: the options are wrong
             raise CliError(f"cannot serve: {exc}", USAGE) from None
-        simulation = Simulation(fake).start()
+        simulation = Simulation(fake, varied=True).start()
         try:
             yield url, simulation.agent_ids
         finally:
@@ -92,15 +94,21 @@ def serve(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 
 def demo(args: argparse.Namespace, ctx: CommandContext) -> int:
+    if not args.plain and ctx.out.isatty():
+        from daemon_client.cli.actions.top import dashboard, tui_available
+
+        if tui_available():
+            from daemon_client.discovery.profiles import Host
+
+            with embedded(args.host_kind) as (url, _):
+                return dashboard([Host("demo", [url])], {"demo": url}, duration=args.duration)
     out = ctx.out
     with embedded(args.host_kind) as (url, agent_ids), Client(url) as client:
         info = client.server_info
         version = info.version if info is not None else "?"
         out.line(f"embedded demo daemon ({args.host_kind} host) at {url}")
         out.line(f"daemon {version} · {client.host_kind.value if client.host_kind else '?'} host")
-        screen = out.isatty()
-        agents = LiveAgents(out, line_mode=not screen, marks=marks_for(out.encodes(unicode_marks_text())))
-        stream_out: Any = TextTail() if screen else out
+        agents = LiveAgents(out, line_mode=True, marks=marks_for(out.encodes(unicode_marks_text())))
         directory = client.agents.list(subscribe=True)
         directory.subscription.subscribe(
             snapshot=lambda snap: agents.snapshot(snap.entries),
@@ -109,15 +117,11 @@ def demo(args: argparse.Namespace, ctx: CommandContext) -> int:
         followed = agent_ids[0]
         title = next((e.agent.title for e in directory.entries if e.agent.id == followed), None)
         out.line(f"following {title or followed}:")
-        client.agents.ref(followed).timeline.subscribe(MessagePrinter(stream_out)).ready.result(10)
-
-        def redraw() -> None:
-            if screen:
-                out.write("\x1b[H\x1b[J" + agents.render() + "\n\n" + stream_out.render() + "\n")
-
+        printer = MessagePrinter(out)
+        client.agents.ref(followed).timeline.subscribe(printer).ready.result(10)
         try:
-            return ctx.follow().wait(args.duration, tick=redraw)
+            return ctx.follow().wait(args.duration)
         finally:
-            out.write("\n")
+            printer.end()
             out.seal()
     return OK  # pragma: no cover - unreachable: the block returns and neither context manager swallows errors

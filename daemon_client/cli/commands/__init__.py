@@ -19,6 +19,7 @@ from daemon_client.cli.commands import (
     settings,
     tail,
     terminals,
+    top,
 )
 
-GROUPS = (agents, tail, run, lifecycle, settings, terminals, catalog, info, hosts, embedded, completion)
+GROUPS = (agents, tail, run, lifecycle, settings, terminals, catalog, info, hosts, top, embedded, completion)

@@ -13,10 +13,15 @@ KINDS = ("capable", "selective", "broadcast")
 def register(registry: Registry) -> None:
     parser = registry.add(
         "demo", "run the embedded simulated daemon and watch agents live", "embedded:demo", connects=False,
-        epilog="example:\n  daemon-client demo --host-kind broadcast --duration 10",
+        epilog="On a terminal with the 'tui' extra installed, the agents are shown in the top dashboard\n"
+        "(see: daemon-client top --help); otherwise, or with --plain, as scrolling lines.\n\n"
+        "example:\n  daemon-client demo --host-kind broadcast --duration 10",
     )  # fmt: skip
     parser.add_argument("--host-kind", choices=KINDS, default="capable", help="the daemon generation to imitate")
     parser.add_argument("--duration", type=seconds, metavar="SECONDS", help="stop after this many seconds")
+    parser.add_argument(
+        "--plain", action="store_true", help="scrolling lines instead of the dashboard, even on a terminal"
+    )
     parser = registry.add(
         "serve", "run the embedded simulated daemon alone and print its URL", "embedded:serve", connects=False,
         epilog="example:\n  daemon-client serve --port 6767 &  daemon-client agents --host 6767",

@@ -71,6 +71,12 @@ class FakeRuns:
         with self.changed:
             self._scripts[agent_id] = custom_script(items)
 
+    def plan(self, agent_id: str, script: TurnScript) -> None:
+        """Make the agent's next turn play ``script`` (a :class:`TurnScript`: rows, an optional
+        ``permission`` or ``hold`` pause, rows after it, ``fail``)."""
+        with self.changed:
+            self._scripts[agent_id] = script
+
     def finish(self, agent_id: str) -> bool:
         """Release a ``please hold`` turn; ``False`` if the agent has no running turn."""
         with self.changed:
