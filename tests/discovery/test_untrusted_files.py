@@ -54,7 +54,8 @@ def test_a_pid_no_process_can_have_is_skipped(home: Path, pid: int, caplog) -> N
     assert found.source == "default"
     assert notes(found)["pid file"] == f"skipped: {pid} is not a process id"
     logged = [r.getMessage() for r in caplog.records if r.name == "daemon_client.discovery"]
-    assert len(logged) == 1 and f"{pid} is not a process id" in logged[0], logged
+    assert len(logged) == 1, logged
+    assert f"{pid} is not a process id" in logged[0], logged
 
 
 @pytest.mark.parametrize(
