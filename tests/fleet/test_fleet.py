@@ -209,3 +209,41 @@ def test_close_ends_every_thread_even_while_hosts_are_unreachable() -> None:
     )
     with pytest.raises(dc.DaemonClientError):
         fleet.agents.list(subscribe=True, timeout=0.1)
+
+
+def test_directories_opened_from_many_threads_while_the_fleet_closes(three, fast_switching) -> None:
+    """Eight threads open and release fleet directories while another closes the fleet: every
+    call returns or raises a client error, and no thread is left."""
+    _fakes, hosts = three
+    fleet = dc.Fleet(hosts, reconnect=FAST, connect_timeout=5.0)
+    fleet.connect(BOUND)
+    errors: list[BaseException] = []
+    started = threading.Barrier(9)
+
+    def churn() -> None:
+        started.wait(BOUND)
+        for _ in range(5):
+            try:
+                directory = fleet.agents.list(subscribe=True, timeout=2.0)
+                directory.subscribe(lambda event: None)
+                directory.release(2.0)
+            except dc.DaemonClientError:
+                return  # the fleet closed under it
+            except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=churn, name=f"churn-{n}") for n in range(8)]
+    for thread in threads:
+        thread.start()
+    started.wait(BOUND)
+    fleet.close(5.0)
+    for thread in threads:
+        thread.join(BOUND)
+    assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
+    wait_until(
+        lambda: not [t for t in threading.enumerate() if t.name.startswith(("fleet", "daemon-client-", "probe-"))],
+        5.0,
+        "the fleet's threads ending",
+    )
