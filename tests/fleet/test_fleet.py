@@ -229,7 +229,7 @@ def test_directories_opened_from_many_threads_while_the_fleet_closes(three, fast
                 directory.release(2.0)
             except dc.DaemonClientError:
                 return  # the fleet closed under it
-            except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+            except BaseException as exc:
                 errors.append(exc)
                 return
 
