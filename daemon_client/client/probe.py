@@ -38,14 +38,4 @@ def probe_host(host: Host, timeout: float = 3.0, **client_options: Any) -> list[
     with ThreadPoolExecutor(max_workers=max(1, len(host.connections)), thread_name_prefix="probe") as pool:
         futures = [pool.submit(probe, c, timeout, None, **client_options) for c in host.connections]
         results = [f.result(timeout + 5.0) for f in futures]
-    if host.server_id is None:
-        return results
-    checked: list[Probe] = []
-    for found in results:
-        if found.ok and found.server_id is not None and found.server_id != host.server_id:
-            error = f"reached the daemon {found.server_id!r}, not {host.server_id!r}"
-            shown = Probe(found.connection, False, latency=found.latency, server_id=found.server_id, error=error)
-            checked.append(shown)
-        else:
-            checked.append(found)
-    return checked
+    return [found.held_to(host.server_id) for found in results]

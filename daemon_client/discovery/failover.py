@@ -70,6 +70,13 @@ class Probe:
     error: str | None = None
     """Why it did not answer (or whose daemon answered)."""
 
+    def held_to(self, server_id: str | None) -> Probe:
+        """This probe, as not answering when it reached another daemon than ``server_id``
+        (``None``: any daemon is the host's)."""
+        if not self.ok or server_id is None or self.server_id is None or self.server_id == server_id:
+            return self
+        return attrs.evolve(self, ok=False, error=f"reached the daemon {self.server_id!r}, not {server_id!r}")
+
     def describe(self) -> str:
         if self.ok and self.latency is not None:
             return f"{self.latency * 1000:.1f} ms"
@@ -286,8 +293,7 @@ class HostTargets:
         with self._lock:
             if self._check is check:
                 self._check = None
-            expected = self._server_id
-            answers = found.ok and (expected is None or found.server_id in (None, expected))
+            answers = found.held_to(self._server_id).ok
             if not answers or self._active is not active or self._cancelled:
                 return None
             self._switch_to = preferred
@@ -427,14 +433,9 @@ class HostTargets:
                 probe = self._prober(connection, self._probe_timeout, functools.partial(round_.register, index))
             except Exception as exc:  # noqa: BLE001 - a probe that fails is a connection that did not answer
                 probe = Probe(connection, False, error=f"the probe failed: {type(exc).__name__}")
-            if probe.ok and probe.server_id is not None:
-                with self._lock:
-                    expected = self._server_id
-                if expected is not None and probe.server_id != expected:
-                    probe = attrs.evolve(
-                        probe, ok=False, error=f"reached the daemon {probe.server_id!r}, not {expected!r}"
-                    )
-            round_.finish(index, probe)
+            with self._lock:
+                expected = self._server_id
+            round_.finish(index, probe.held_to(expected))
 
         threads = [
             threading.Thread(target=run, args=(i, c), name=f"probe-{self._host.label}-{i}", daemon=True)

@@ -24,11 +24,13 @@ import contextlib
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from daemon_client.api.agents.namespace import AGENTS
 from daemon_client.errors import DaemonClientError
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot
 from daemon_client.protocol.directory import AgentListResult, AgentUpdate, DirectoryMessage
@@ -156,8 +158,6 @@ class FleetDirectory:
     def wait_attached(self, timeout: float) -> list[str]:
         """Wait (bounded) until every host that is connected has been read; return the hosts
         not read yet."""
-        import time
-
         deadline = time.monotonic() + max(0.0, timeout)
         for label, event in self._attached.items():
             if self._clients[label].state is ConnectionState.CONNECTED:
@@ -166,8 +166,6 @@ class FleetDirectory:
 
     def release(self, timeout: float = 5.0) -> None:
         """End every host's observation and the attach threads (bounded). Idempotent."""
-        import time
-
         deadline = time.monotonic() + max(0.0, timeout)
         self._released.set()
         for wake in self._wakes.values():
@@ -256,15 +254,8 @@ class FleetDirectory:
         self._deliver(listeners, event)
 
     def _on_update(self, label: str, message: DirectoryMessage[AgentUpdate]) -> None:
-        update = message.payload
         with self._lock:
-            view = self._views[label]
-            if update.kind == "upsert" and update.agent is not None:
-                previous = view.entries.get(update.agent_id)
-                project = update.project or (previous.project if previous is not None else None)
-                view.entries[update.agent_id] = AgentEntry(agent=update.agent, project=project)
-            elif update.kind == "remove":
-                view.entries.pop(update.agent_id, None)
+            AGENTS.apply_update(self._views[label].entries, message)  # the agent directory's own rule
             listeners = self._listeners
         self._deliver(listeners, FleetEvent("update", label, update=message))
 

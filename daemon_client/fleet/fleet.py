@@ -48,7 +48,7 @@ class FleetListing:
     """Per host that did not answer, why."""
 
 
-def _in_parallel(labels: Iterable[str], work: Callable[[str], Any], timeout: float, name: str) -> dict[str, Any]:
+def in_parallel(labels: Iterable[str], work: Callable[[str], Any], timeout: float, name: str) -> dict[str, Any]:
     """Run ``work(label)`` for every label at once, one thread each; wait at most ``timeout``.
     Returns the result (or the exception) per label; a label still running is left out."""
     results: dict[str, Any] = {}
@@ -96,7 +96,7 @@ class FleetAgents:
             directory.start()
             directory.wait_attached(limit)
             return directory
-        results = _in_parallel(
+        results = in_parallel(
             fleet.hosts, lambda label: fleet[label].agents.list(timeout=limit, **options), limit + 1.0, "list"
         )
         entries: list[FleetEntry] = []
@@ -215,7 +215,7 @@ class Fleet:
         within ``timeout`` (default: the clients' ``connect_timeout`` plus 5 s). A host that failed keeps trying in
         the background (see ``reconnect``); one host never delays another."""
         limit = timeout if timeout is not None else self._connect_limit
-        results = _in_parallel(self.hosts, lambda label: self._clients[label].connect(limit), limit + 1.0, "connect")
+        results = in_parallel(self.hosts, lambda label: self._clients[label].connect(limit), limit + 1.0, "connect")
         return {
             label: results.get(label, TimeoutError(f"{label}: no connection within {limit:g} s"))
             for label in self.hosts
@@ -243,7 +243,7 @@ class Fleet:
             directories, self._directories = self._directories, []
         for directory in directories:
             directory.release(max(0.0, min(1.0, deadline - time.monotonic())))
-        _in_parallel(
+        in_parallel(
             self.hosts,
             lambda label: self._clients[label].close(max(0.0, deadline - time.monotonic() - 0.1)),
             max(0.0, deadline - time.monotonic()),

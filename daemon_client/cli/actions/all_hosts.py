@@ -10,7 +10,6 @@ error and make the status 3; the others are printed. Main thread, plus one threa
 from __future__ import annotations
 
 import argparse
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +36,7 @@ def list_all_hosts(
         raise CliError("--all-hosts reads every stored host: leave out --host", USAGE)
     from daemon_client.discovery.store import HostStore, HostStoreError
     from daemon_client.fleet import Fleet
+    from daemon_client.fleet.fleet import in_parallel
 
     try:
         hosts = HostStore().load()
@@ -45,28 +45,13 @@ def list_all_hosts(
     if not hosts:
         raise CliError("no stored hosts: add one with daemon-client hosts add NAME ADDRESS", USAGE)
     deadline = time.monotonic() + ctx.timeout
-    results: dict[str, list[AgentEntry] | BaseException] = {}
-    lock = threading.Lock()
     with Fleet(hosts, reconnect=ReconnectPolicy(enabled=False), connect_timeout=ctx.timeout) as fleet:
 
-        def read(label: str) -> None:
-            try:
-                fleet[label].connect(max(0.1, deadline - time.monotonic()))
-                found: list[AgentEntry] | BaseException = read_pages(
-                    fleet[label], filter_, args.limit, max(0.1, deadline - time.monotonic())
-                )
-            except Exception as exc:  # noqa: BLE001 - reported per host
-                found = exc
-            with lock:
-                results[label] = found
+        def read(label: str) -> list[AgentEntry]:
+            fleet[label].connect(max(0.1, deadline - time.monotonic()))
+            return read_pages(fleet[label], filter_, args.limit, max(0.1, deadline - time.monotonic()))
 
-        threads = [threading.Thread(target=read, args=(label,), name=f"all-hosts-{label}") for label in fleet.hosts]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()) + 1.0)
-        with lock:
-            done = dict(results)
+        done = in_parallel(fleet.hosts, read, ctx.timeout + 1.0, "all-hosts")  # a result or an error per host
     rows: list[tuple[str, AgentEntry]] = []
     failed = 0
     for host in hosts:
