@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for measure in plan(SIZES[mode]):
         figure = timed(measure)
         figures.append(figure)
-        mark = "ok  " if figure.ok else "MISS"
+        mark = "info" if figure.ok is None else "ok  " if figure.ok else "MISS"
         print(f"{mark} {figure.name:<42} {figure.value:>10.2f} {figure.unit:<4} target {figure.target}", flush=True)
         print(f"     {json.dumps(figure.detail, sort_keys=True)}", flush=True)
     report = {
@@ -155,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"{sum(f.ok for f in figures)} of {len(figures)} targets hold ({report['seconds']} s); figures in {path}")
+    judged = [figure for figure in figures if figure.ok is not None]
+    print(f"{sum(bool(f.ok) for f in judged)} of {len(judged)} targets hold ({report['seconds']} s); figures in {path}")
     return 0
 
 

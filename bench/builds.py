@@ -76,6 +76,6 @@ def side_by_side(reports: dict[str, Any]) -> list[str]:
         cells = []
         for build in builds:
             figure = next((f for f in reports[build]["figures"] if f["name"] == name), None)
-            cells.append("—" if figure is None else f"{figure['value']:.2f}{'' if figure['ok'] else '!'}")
+            cells.append("—" if figure is None else f"{figure['value']:.2f}{'!' if figure['ok'] is False else ''}")
         lines.append(f"{name:<42} " + " ".join(f"{cell:>12}" for cell in cells))
     return lines

@@ -161,7 +161,7 @@ if TYPE_CHECKING:
     from daemon_client.protocol.worktrees import WorktreeArchive as WorktreeArchive
     from daemon_client.protocol.worktrees import WorktreeCheckout as WorktreeCheckout
     from daemon_client.protocol.worktrees import WorktreeInfo as WorktreeInfo
-    from daemon_client.runtime.backlog import FlowControl as FlowControl
+    from daemon_client.runtime.flow_limits import FlowControl as FlowControl
     from daemon_client.state import ConnectionState as ConnectionState
     from daemon_client.subscriptions.config import ConfigSubscription as ConfigSubscription
     from daemon_client.subscriptions.directory import DirectoryObservation as DirectoryObservation
@@ -216,7 +216,7 @@ _LAZY: dict[str, str] = {
     "ForkContext": "daemon_client.protocol.agent_settings",
     "ExpectTimeout": "daemon_client.errors",
     "Heartbeat": "daemon_client.config",
-    "FlowControl": "daemon_client.runtime.backlog",
+    "FlowControl": "daemon_client.runtime.flow_limits",
     "ClientStats": "daemon_client.subscriptions.flow",
     "Lagged": "daemon_client.protocol.timeline",
     "HostKind": "daemon_client.protocol.hosts",

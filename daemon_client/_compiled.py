@@ -44,6 +44,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "daemon_client.runtime.supervisor",
     "daemon_client.runtime.pushes",
     "daemon_client.runtime.dispatch",
+    "daemon_client.runtime.backlog",
     "daemon_client.subscriptions.flow",
     "daemon_client.subscriptions.membership",
     "daemon_client.subscriptions.events",

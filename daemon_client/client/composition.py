@@ -35,10 +35,10 @@ from daemon_client.protocol.codec import structure
 from daemon_client.protocol.hosts import HostKind
 from daemon_client.protocol.models import ServerInfo, SessionPong
 from daemon_client.runtime.affinity import check_cpu
-from daemon_client.runtime.backlog import FlowControl
 from daemon_client.runtime.connection import Connection, ConnectionOptions
 from daemon_client.runtime.context import ClientContext
 from daemon_client.runtime.dispatch import CallbackExecutor, Dispatcher, next_name
+from daemon_client.runtime.flow_limits import FlowControl
 from daemon_client.runtime.pushes import PushHandler, PushRegistry
 from daemon_client.runtime.requests import RequestTable
 from daemon_client.runtime.timers import TimerThread

@@ -8,7 +8,7 @@ Work comes in through four doors, each named for what it guarantees:
 * :meth:`Dispatcher.post_or_run_now`: ``fn`` runs exactly once: in order, or, once stopped, at once
   on the posting thread (errors isolated all the same).
 * :meth:`Dispatcher.post_if_admitted`: a push that may be skipped, ``fn(first, second)``, counted
-  against the client's :class:`~daemon_client.runtime.backlog.FlowControl` until it ran, and
+  against the client's :class:`~daemon_client.runtime.flow_limits.FlowControl` until it ran, and
   refused (``False``) while the backlog is over a limit (:mod:`daemon_client.runtime.backlog`).
 * :attr:`Dispatcher.burst` (a :class:`BurstGate`): between its ``begin()`` and ``end()`` the
   reader's posts wake an idle consumer once, at ``end()``, instead of once each.
@@ -58,8 +58,9 @@ from typing import Any, Literal, TypeVar
 
 from daemon_client.errors import WouldDeadlock
 from daemon_client.runtime.affinity import pin_current_thread
-from daemon_client.runtime.backlog import Backlog, FlowControl
+from daemon_client.runtime.backlog import Backlog
 from daemon_client.runtime.callback_errors import CallbackErrors
+from daemon_client.runtime.flow_limits import FlowControl
 
 Callback = Callable[[], None]
 A = TypeVar("A")

@@ -31,8 +31,8 @@ from typing import Any, TypeVar
 import attrs
 
 from daemon_client._compiled import mypyc_attr
-from daemon_client.runtime.backlog import BacklogStats
 from daemon_client.runtime.dispatch import Dispatcher, call_plain
+from daemon_client.runtime.flow_limits import BacklogStats
 
 _log = logging.getLogger("daemon_client.flow")
 

@@ -8,8 +8,8 @@ import functools
 import threading
 from collections.abc import Callable
 
-from daemon_client.runtime.backlog import FlowControl
 from daemon_client.runtime.dispatch import Dispatcher, call_plain
+from daemon_client.runtime.flow_limits import FlowControl
 
 
 class RefuseFirst:
