@@ -23,20 +23,6 @@ KINDS = [kind.value for kind in HostKind]
 TRANSPORTS = ["memory", "loopback"]
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Against the compiled build, tests that replace methods of compiled classes are skipped
-    (the compiled code calls the original directly); every other test runs in both builds."""
-    import daemon_client
-
-    if not daemon_client.COMPILED:
-        return
-    for item in items:
-        marker = item.get_closest_marker("interpreted_only")
-        if marker is not None:
-            reason = marker.args[0] if marker.args else "replaces a method of a compiled class"
-            item.add_marker(pytest.mark.skip(reason=f"compiled build: {reason}"))
-
-
 @pytest.fixture(autouse=True)
 def _no_leaked_threads() -> Iterator[None]:
     """Every test: no thread it started may outlive it (clients and fakes are closed by then).

@@ -144,6 +144,15 @@ class Link:
 
         return remove
 
+    def retire_reader_locked(self) -> None:
+        """Under ``lock``, on a reader thread: it no longer supervises (it returns right after).
+        Idempotent; ``close()`` joins the retired threads still alive."""
+        me = threading.current_thread()
+        if self.reader is me:
+            self.reader = None
+        if me not in self.retired:
+            self.retired = [thread for thread in self.retired if thread.is_alive()] + [me]
+
     def take_waiters_locked(self) -> list[Future[ServerInfo]]:
         waiters, self.waiters = self.waiters, []
         return waiters

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -83,7 +82,10 @@ def _connection_lost(message: str, _request: object) -> BaseException:
 
 
 class Supervisor:
-    """What the reader thread runs; one per connection, run by one reader thread at a time."""
+    """What the reader thread runs; one per connection, run by one reader thread at a time.
+
+    ``_before_attempt`` is a test seam, ``None`` unless a test sets it: called on the reader
+    thread before each connection attempt (what it raises stands for an internal defect)."""
 
     def __init__(
         self,
@@ -103,6 +105,7 @@ class Supervisor:
         self._frame_log = link.log.getChild("frames")
         self._route = options.route(options.targets.current)
         self._carriers = Carriers(options.client_id, options.app_version, options.auth_header, self._route)
+        self._before_attempt: Callable[[], None] | None = None  # test seam (see the class docstring)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -124,7 +127,7 @@ class Supervisor:
                 settle(waiter, error=error)
         finally:
             with link.lock:
-                self._retire_locked()
+                link.retire_reader_locked()
 
     def _loop(self) -> None:
         link, policy = self._link, self._opts.reconnect
@@ -132,9 +135,11 @@ class Supervisor:
         while True:
             with link.lock:
                 if link.closing:
-                    self._retire_locked()
+                    link.retire_reader_locked()
                     return
                 link.set_state_locked(ConnectionState.CONNECTING, f"attempt {attempt}")
+            if self._before_attempt is not None:
+                self._before_attempt()
             failure, connected_for = self._run_once()
             self._opts.targets.failed(str(failure.error) or type(failure.error).__name__, failure.terminal)
             self._heartbeat.stop()
@@ -147,7 +152,7 @@ class Supervisor:
             if link.closing:
                 self._requests.fail_all(_client_closed)
                 with link.lock:
-                    self._retire_locked()
+                    link.retire_reader_locked()
                 return
             lost = failure.error
             self._requests.fail_all(functools.partial(_connection_lost, str(lost) or "Connection lost"))
@@ -158,7 +163,7 @@ class Supervisor:
                 if connected_for is not None:
                     link.ever_connected = True
                 if link.closing:
-                    self._retire_locked()
+                    link.retire_reader_locked()
                     return
                 give_up = not round_left and (
                     terminal or not policy.enabled or (not link.ever_connected and not policy.retry_initial_connect)
@@ -167,7 +172,7 @@ class Supervisor:
                     lost = link.last_error = self._opts.targets.explain(lost)  # a host: every connection's answer
                     link.set_state_locked(ConnectionState.DISCONNECTED, str(lost))
                     waiters = link.take_waiters_locked()
-                    self._retire_locked()
+                    link.retire_reader_locked()
                 elif round_left:
                     delay = 0.0  # another of the host's connections, at once
                     link.set_state_locked(ConnectionState.DISCONNECTED, f"{lost}; trying the next connection")
@@ -182,15 +187,6 @@ class Supervisor:
                     settle(waiter, error=lost)
                 return
             link.wake.wait(delay)  # set by close()
-
-    def _retire_locked(self) -> None:
-        """Under ``Link.lock``: this thread no longer supervises (it returns right after).
-        Idempotent; ``close()`` joins the retired threads still alive."""
-        link, me = self._link, threading.current_thread()
-        if link.reader is me:
-            link.reader = None
-        if me not in link.retired:
-            link.retired = [thread for thread in link.retired if thread.is_alive()] + [me]
 
     def _run_once(self) -> tuple[Failure, float | None]:
         """One connection: open, handshake, read until it ends. Returns why it ended."""

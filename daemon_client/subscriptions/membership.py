@@ -219,7 +219,16 @@ M = TypeVar("M", bound=Membership)
 
 
 class MembershipManager(Generic[M]):
-    """Every membership of one family made through one client."""
+    """Every membership of one family made through one client.
+
+    Test seams: callables ``None`` unless a test sets them, called on the thread of their step
+    (once per establishment, union change or restore, never per frame) so that a test can force
+    an interleaving in either build. ``_before_establish``: an establishment's requests are about
+    to be sent. ``_before_send_union``: a changed union is about to be written (under the union
+    lock). ``_after_acked_read``: the union did not change; the acknowledged union was read under
+    the lock and is not acted on yet. ``_before_retry``: a send failed for want of a connection;
+    its handle is not back to pending yet. ``_before_restore``: a handshake's restore begins.
+    """
 
     def __init__(self, family: MembershipFamily, link: SubscriptionLink) -> None:
         self.family = family
@@ -238,6 +247,11 @@ class MembershipManager(Generic[M]):
         self._by_key: dict[str, tuple[M, ...]] = {}
         self._epoch = 0
         """Bumped at every disconnect and restore: stamps the unions computed in between."""
+        self._before_establish: Callable[[], None] | None = None  # test seams (see the class docstring)
+        self._before_send_union: Callable[[], None] | None = None
+        self._after_acked_read: Callable[[], None] | None = None
+        self._before_retry: Callable[[], None] | None = None
+        self._before_restore: Callable[[], None] | None = None
 
     @property
     def flow(self) -> FlowPolicy:
@@ -302,6 +316,8 @@ class MembershipManager(Generic[M]):
 
     def _establish(self, attempts: list[tuple[M, int]], mode: Mode, *, direct: bool) -> None:
         """Send what establishes each ``(handle, attempt)`` (set ESTABLISHING under the lock)."""
+        if self._before_establish is not None:
+            self._before_establish()
         if mode is Mode.BROADCAST:
             for sub, attempt in attempts:  # acknowledged locally: the request ID is the local subscription ID
                 local_id = local_subscription_id()
@@ -337,6 +353,8 @@ class MembershipManager(Generic[M]):
         with self._lock:
             acked = self._acked
             waiting = [(s, s.attempt) for s in self._subs if s.state is State.ESTABLISHING and s.key in acked]
+        if self._after_acked_read is not None:
+            self._after_acked_read()
         for sub, attempt in waiting:
             self._go_live(sub, attempt, local_subscription_id(), None)
 
@@ -350,6 +368,8 @@ class MembershipManager(Generic[M]):
                 return None
             self._ever_sent_union = True
             try:
+                if self._before_send_union is not None:
+                    self._before_send_union()
                 return self._send_union(union, direct=direct, epoch=epoch)
             except Exception:
                 with self._lock:  # not sent: the next attempt must not take it for the current union
@@ -377,6 +397,8 @@ class MembershipManager(Generic[M]):
     def _retry_later(self, sub: Membership, attempt: int) -> None:
         """The connection went away under ``attempt``: the handle waits for the next restore.
         A later attempt (a restore ran meanwhile) is left alone."""
+        if self._before_retry is not None:
+            self._before_retry()
         with self._lock:
             if sub.state is State.ESTABLISHING and sub.attempt == attempt:
                 move(sub, State.PENDING)
@@ -541,6 +563,8 @@ class MembershipManager(Generic[M]):
 
     def restore(self, kind: HostKind, reconnected: bool) -> None:
         """Reader thread, after each handshake: establish pending and restore lost memberships."""
+        if self._before_restore is not None:
+            self._before_restore()
         mode = self.family.mode(kind, self._link.server_info())
         with self._lock:
             self._mode = mode

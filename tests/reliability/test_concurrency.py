@@ -400,8 +400,7 @@ class SignallingLock:
         self._inner.release()
 
 
-@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
-def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, make_client, monkeypatch) -> None:
+def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, make_client) -> None:
     """Regression (BUG_UNION_ORDER, fixed in c438caf): unions were computed under the manager's lock
     but written after it, so a release's ``[]`` could reach the daemon after a newer subscribe's
     ``[a3]`` was acknowledged: a LIVE, ready handle then got nothing (silent loss).
@@ -410,24 +409,22 @@ def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, mak
     asked for the union (found the union lock held), or has written its own union (the bug)."""
     from daemon_client.subscriptions import membership
 
-    send_union = membership.MembershipManager._send_union
     reached, racing = threading.Event(), threading.Event()
 
-    def preempted(self: Any, union: frozenset[str], **kwargs: Any) -> Any:
+    def preempted() -> None:  # a computed union is about to be written
         if threading.current_thread().name == "preempted":
             reached.set()
             assert racing.wait(5.0), "the racing subscribe never asked for the union"
         else:
             racing.set()
-        return send_union(self, union, **kwargs)
 
-    monkeypatch.setattr(membership.MembershipManager, "_send_union", preempted)
     fake = fakes("selective")
     fake.agents.upsert("a1")
     fake.agents.upsert("a3")
     client = make_client(fake)
     client.connect()
     manager = client._namespaces.timelines()
+    manager._before_send_union = preempted
     manager._union_lock = SignallingLock(manager._union_lock, racing)  # type: ignore[assignment]
     first = client.agents.ref("a1").timeline.subscribe(lambda update: None)
     first.ready.result(5)
@@ -445,26 +442,20 @@ def test_concurrent_union_changes_reach_the_selective_daemon_in_order(fakes, mak
     assert wait_until(lambda: seen == seqs, 2.0), (seen, fake.timeline.subscriptions())
 
 
-def test_a_subscribe_racing_a_drop_is_established_after_the_reconnect_on_a_selective_host(
-    fakes, make_client, monkeypatch
-) -> None:
-    from daemon_client.subscriptions import membership
-
+def test_a_subscribe_racing_a_drop_is_established_after_the_reconnect_on_a_selective_host(fakes, make_client) -> None:
     fake = fakes("selective")
     fake.agents.upsert("a1")
     client = make_client(fake)
     client.connect()
     manager = client._namespaces.timelines()
-    establish = membership.MembershipManager._establish
 
-    def dropped_meanwhile(self: Any, subs: Any, mode: Any, *, direct: bool) -> None:
+    def dropped_meanwhile() -> None:
         if threading.current_thread().name == "racer":  # between add() reading the mode and the union
             fake.refuse_connections = True
             fake.drop_connections()
-            assert wait_until(lambda: self.mode is None and client.state is not dc.ConnectionState.CONNECTED, 5.0)
-        establish(self, subs, mode, direct=direct)
+            assert wait_until(lambda: manager.mode is None and client.state is not dc.ConnectionState.CONNECTED, 5.0)
 
-    monkeypatch.setattr(membership.MembershipManager, "_establish", dropped_meanwhile)
+    manager._before_establish = dropped_meanwhile
     made: list[dc.TimelineSubscription] = []
     seen: list[int | None] = []
     racer = threading.Thread(

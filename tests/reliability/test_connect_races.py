@@ -241,22 +241,17 @@ def test_a_transport_factory_that_raises_fails_that_connect_at_once(fakes) -> No
     assert threads_of(client) == []
 
 
-@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
-def test_a_reader_thread_that_fails_hands_over(fakes, make_client, monkeypatch) -> None:
+def test_a_reader_thread_that_fails_hands_over(fakes, make_client) -> None:
     """An internal defect in the reader thread fails the waiting connect() at once, and the
     next connect() starts a new reader."""
-    from daemon_client.runtime.supervisor import Supervisor
-
-    original = Supervisor._run_once
     failures = [RuntimeError("reader defect")]
 
-    def run_once(self: Supervisor) -> Any:
+    def defect() -> None:  # the first connection attempt's reader thread fails
         if failures:
             raise failures.pop()
-        return original(self)
 
-    monkeypatch.setattr(Supervisor, "_run_once", run_once)
     client = make_client(fakes())
+    client._connection._supervisor._before_attempt = defect
     with pytest.raises(dc.ConnectionLost, match="reader defect"):
         client.connect(timeout=BOUND)
     assert client.state is dc.ConnectionState.DISCONNECTED

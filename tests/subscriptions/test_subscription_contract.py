@@ -1,7 +1,7 @@
 """The subscription contract around reconnects, resets and restores, on every host kind.
 
 Each test forces one interleaving with the fake daemon's hooks (``after_request``, a wrapped
-handler, refused connections) or a patched step of the client, and synchronises on events,
+handler, refused connections) or a test seam of the client, and synchronises on events,
 never on time:
 
 - an update sent between two re-establishments reaches the observation that is live again;
@@ -366,10 +366,7 @@ def test_pages_after_reach_every_row_of_a_history_replaced_mid_walk(connected, k
 # ------------------------------------------------------------------ memberships racing a reconnect
 
 
-@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
-def test_a_union_send_failing_across_a_reconnect_leaves_the_subscription_established(
-    connected, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_union_send_failing_across_a_reconnect_leaves_the_subscription_established(connected) -> None:
     """Selective host: the caller's union send fails (not connected) and, before the caller
     handles the failure, the client reconnects and restores. The late failure must not put the
     handle back to pending after the restore: ``ready`` would never resolve (BUG_STALE_UNION)."""
@@ -378,6 +375,7 @@ def test_a_union_send_failing_across_a_reconnect_leaves_the_subscription_establi
     fake, client = connected("selective")
     fake.agents.upsert("a1")
     states = States(client)
+    manager = client._namespaces.timelines()
     first_connection = fake.wait_for_connections(1)[0]
     racer_done = threading.Event()
     default = fake.registry.handler_for(TIMELINE_SET)
@@ -389,21 +387,22 @@ def test_a_union_send_failing_across_a_reconnect_leaves_the_subscription_establi
         default(ctx)
 
     fake.on_request(TIMELINE_SET, answered_after_the_racer)
-    sync_union = membership.MembershipManager._sync_union
+    failure_handled = threading.Event()
 
-    def fails_across_a_reconnect(self: Any, *, direct: bool) -> Any:
-        if threading.current_thread().name != "racer":
-            return sync_union(self, direct=direct)
-        fake.refuse_connections = True
-        fake.drop_connections()
-        states.wait_disconnected()
-        try:
-            return sync_union(self, direct=direct)  # NotConnected
-        finally:  # the client reconnects and restores before the failure is handled
+    def dropped_before_the_union_is_sent() -> None:  # the caller's union send fails: NotConnected
+        if threading.current_thread().name == "racer":
+            fake.refuse_connections = True
+            fake.drop_connections()
+            states.wait_disconnected()
+
+    def reconnected_before_the_failure_is_handled() -> None:  # the client reconnects and restores first
+        if threading.current_thread().name == "racer" and not failure_handled.is_set():
+            failure_handled.set()
             fake.refuse_connections = False
             states.wait_reconnected()
 
-    monkeypatch.setattr(membership.MembershipManager, "_sync_union", fails_across_a_reconnect)
+    manager._before_establish = dropped_before_the_union_is_sent
+    manager._before_retry = reconnected_before_the_failure_is_handled
     seen = RecordingHandler[dc.TimelineUpdate]("seen")
     made: list[dc.TimelineSubscription] = []
 
@@ -417,6 +416,7 @@ def test_a_union_send_failing_across_a_reconnect_leaves_the_subscription_establi
     racer.start()
     racer.join(15.0)
     assert made, "subscribe() did not return"
+    assert failure_handled.is_set(), "the union send did not fail"
     sub = made[0]
     sub.ready.result(5.0)
     assert sub.state is membership.State.LIVE
@@ -424,15 +424,10 @@ def test_a_union_send_failing_across_a_reconnect_leaves_the_subscription_establi
     assert [u.seq for u in seen.wait_for(1, predicate=lambda u: u.type == "timeline")] == [seq]
 
 
-@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
-def test_a_stale_union_that_reaches_the_daemon_after_the_restore_is_corrected(
-    connected, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_stale_union_that_reaches_the_daemon_after_the_restore_is_corrected(connected) -> None:
     """Selective host: a union computed before a disconnect is queued during the next handshake
     and written after the restore's own union; the daemon then holds the older union. The
     client sends the current union again, so a handle added meanwhile keeps its events."""
-    from daemon_client.subscriptions import membership
-
     fake, client = connected("selective")
     for agent_id in ("a1", "a2", "a3"):
         fake.agents.upsert(agent_id)
@@ -443,18 +438,10 @@ def test_a_stale_union_that_reaches_the_daemon_after_the_restore_is_corrected(
     kept.ready.result(5.0)
     dropped.ready.result(5.0)
     restoring = threading.Event()
-    mode_of = membership.MembershipFamily.mode
-
-    def noted_restore(self: Any, kind: Any, info: Any) -> Any:  # the first step of a restore
-        if self is manager.family:
-            restoring.set()
-        return mode_of(self, kind, info)
-
-    send_union = membership.MembershipManager._send_union
     added: list[dc.TimelineSubscription] = []
     seen = RecordingHandler[dc.TimelineUpdate]("seen")
 
-    def sent_during_the_next_handshake(self: Any, union: frozenset[str], **kwargs: Any) -> Any:
+    def sent_during_the_next_handshake() -> None:  # the racer's union [a1] is about to be written
         if threading.current_thread().name == "racer" and not added:
             fake.refuse_connections = True
             fake.drop_connections()
@@ -462,10 +449,9 @@ def test_a_stale_union_that_reaches_the_daemon_after_the_restore_is_corrected(
             added.append(client.agents.ref("a3").timeline.subscribe(seen))  # waits for the connection
             fake.refuse_connections = False
             assert restoring.wait(10.0)  # the restore waits for this send: it is queued behind it
-        return send_union(self, union, **kwargs)
 
-    monkeypatch.setattr(membership.MembershipFamily, "mode", noted_restore)
-    monkeypatch.setattr(membership.MembershipManager, "_send_union", sent_during_the_next_handshake)
+    manager._before_restore = restoring.set
+    manager._before_send_union = sent_during_the_next_handshake
     racer = threading.Thread(target=dropped.release, name="racer")  # computes the union [a1]
     racer.start()
     racer.join(15.0)
@@ -478,27 +464,21 @@ def test_a_stale_union_that_reaches_the_daemon_after_the_restore_is_corrected(
     assert [sorted(s.agent_ids) for s in fake.timeline.subscriptions()] == [["a1", "a3"]]
 
 
-@pytest.mark.interpreted_only("replaces an internal method to force an interleaving")
-def test_an_owned_subscription_sent_after_its_restore_is_not_kept_twice(
-    connected, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_owned_subscription_sent_after_its_restore_is_not_kept_twice(connected) -> None:
     """Capable host: a reconnect happens between ``subscribe()`` and its request; the restore
     establishes the handle and the caller's request reaches the new connection as well. The
     reply to the older attempt is released at once: one subscription, every event once."""
-    from daemon_client.subscriptions import membership
-
     fake, client = connected("capable")
     fake.agents.upsert("a1")
     states = States(client)
-    establish = membership.MembershipManager._establish
+    manager = client._namespaces.timelines()
 
-    def reconnected_first(self: Any, attempts: Any, mode: Any, *, direct: bool) -> None:
+    def reconnected_first() -> None:  # between subscribe() starting its attempt and sending it
         if threading.current_thread().name == "racer":
             fake.drop_connections()
             states.wait_reconnected()
-        establish(self, attempts, mode, direct=direct)
 
-    monkeypatch.setattr(membership.MembershipManager, "_establish", reconnected_first)
+    manager._before_establish = reconnected_first
     seen = RecordingHandler[dc.TimelineUpdate]("seen")
     made: list[dc.TimelineSubscription] = []
     racer = threading.Thread(target=lambda: made.append(client.agents.ref("a1").timeline.subscribe(seen)), name="racer")
