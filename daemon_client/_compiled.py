@@ -38,6 +38,7 @@ def _unchanged(cls: Any) -> Any:
 COMPILED_MODULES: tuple[str, ...] = (
     "daemon_client._wire",
     "daemon_client.protocol.codec",
+    "daemon_client.protocol.stream_payload",
     "daemon_client.protocol.terminal_frames",
     "daemon_client.transport.frames",
     "daemon_client.transport.websocket",
@@ -50,6 +51,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "daemon_client.subscriptions.events",
     "daemon_client.subscriptions.timeline",
     "daemon_client.subscriptions.terminal_streams",
+    "daemon_client.subscriptions.output_buffer",
 )
 """The modules the compiled build compiles (the build reads this tuple)."""
 

@@ -171,7 +171,7 @@ def _text_item(raw: Mapping[str, Any], kind: str) -> TimelineItem | None:
     if kind == "assistant_message":
         message_id = raw.get("messageId")
         if message_id is None or type(message_id) is str:
-            return _new_assistant_message(text, message_id, "assistant_message")
+            return new_assistant_message(text, message_id, "assistant_message")
     elif kind == "reasoning":
         return Reasoning(text)
     return None
@@ -369,7 +369,7 @@ def parse_event(raw: Any) -> StreamEvent:
     if kind == "timeline":
         turn_id = raw.get("turnId")
         provider = raw.get("provider", "")
-        return _new_timeline_event(
+        return new_timeline_event(
             parse_item(raw.get("item")),
             provider if type(provider) is str else str(provider),
             turn_id if type(turn_id) is str else None,
@@ -406,49 +406,19 @@ class TimelineUpdate:
         return self.event.type
 
 
-_new_assistant_message = _slot_constructor(AssistantMessage)
-_new_timeline_event = _slot_constructor(TimelineEvent)
-_new_timeline_update = _slot_constructor(TimelineUpdate)
+new_assistant_message = _slot_constructor(AssistantMessage)
+new_timeline_event = _slot_constructor(TimelineEvent)
+new_timeline_update = _slot_constructor(TimelineUpdate)
+"""Positional constructors of the stream's three values (see :func:`_slot_constructor`)."""
 
 
-def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
-    """An ``agent_stream`` payload → :class:`TimelineUpdate` (``subscription_id`` as routed)."""
-    try:  # the shape of most frames of a stream, in one step: a chunk of assistant text
-        event = payload["event"]
-        if event["type"] == "timeline":
-            item = event["item"]
-            if item["type"] == "assistant_message" and "messageId" not in item and "turnId" not in event:
-                text, provider, agent_id = item["text"], event["provider"], payload["agentId"]
-                timestamp, seq, epoch = payload["timestamp"], payload["seq"], payload["epoch"]
-                if (
-                    type(text) is str
-                    and type(provider) is str
-                    and type(agent_id) is str
-                    and type(timestamp) is str
-                    and type(seq) is int
-                    and type(epoch) is str
-                ):
-                    message = _new_assistant_message(text, None, "assistant_message")
-                    timeline_event = _new_timeline_event(message, provider, None, "timeline")
-                    return _new_timeline_update(agent_id, timeline_event, subscription_id, timestamp, seq, epoch)
-    except (KeyError, TypeError):  # a field missing, or not an object: read field by field
-        pass
-    return _parse_stream_fields(payload, subscription_id)
-
-
-def restamp(update: TimelineUpdate, subscription_id: str | None) -> TimelineUpdate:
-    """``update`` as delivered under ``subscription_id`` (a frame parsed once for several
-    handles of one agent); a copy as cheap as the stream's own constructor."""
-    return _new_timeline_update(
-        update.agent_id, update.event, subscription_id, update.timestamp, update.seq, update.epoch
-    )
-
-
-def _parse_stream_fields(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
-    """:func:`parse_stream_payload` field by field, for any shape."""
+def parse_stream_fields(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
+    """An ``agent_stream`` payload of any shape → :class:`TimelineUpdate`, field by field (the
+    stream's usual shape is read in one step by
+    :func:`daemon_client.protocol.stream_payload.parse_stream_payload`)."""
     get = payload.get
     agent_id, seq, epoch, timestamp = get("agentId", ""), get("seq"), get("epoch"), get("timestamp")
-    return _new_timeline_update(
+    return new_timeline_update(
         agent_id if type(agent_id) is str else str(agent_id),
         parse_event(get("event")),
         subscription_id,

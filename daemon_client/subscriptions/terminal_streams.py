@@ -51,6 +51,7 @@ from daemon_client.runtime.dispatch import CountedJob
 from daemon_client.runtime.memo import Memo
 from daemon_client.runtime.requests import CallbackFuture, settle
 from daemon_client.subscriptions.lifecycle import Phase, SubscriptionLink, control_timeout, move
+from daemon_client.subscriptions.output_buffer import OutputBuffer
 from daemon_client.subscriptions.terminal_output import DEFAULT_LIMIT, OutputReader, exited
 from daemon_client.subscriptions.terminal_search import DEFAULT_WINDOW
 
@@ -122,6 +123,9 @@ class TerminalStream:
         self._on_error = on_error
         self._snapshot_memo: Memo[TerminalState] | None = None
         self._reader = OutputReader(f"terminal {terminal_id}", buffer_limit)
+        # The reader thread's view of it, typed by its compiled base class (a direct call in the
+        # compiled build); None when the stream keeps no output to pull.
+        self._buffer: OutputBuffer | None = self._reader if self._reader.keeps else None
         self._batch_lock = threading.Lock()
         self._batch: list[bytes] | None = None  # guarded by _batch_lock: output the queued job will deliver
         self._batch_number = 0  # guarded by _batch_lock: the dispatcher's number for that job
@@ -484,8 +488,9 @@ class TerminalStreamManager:
             output = data[2:]  # decoded by the callback thread, and by output()/expect() when read
             if output:
                 for stream in feed.streams:
-                    if stream._reader.keeps:
-                        stream._reader.push(output)
+                    buffer = stream._buffer
+                    if buffer is not None:
+                        buffer.push(output)
                     if stream._on_output is not None:
                         stream._queue_output(output)
             return True

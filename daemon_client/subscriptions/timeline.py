@@ -16,14 +16,13 @@ from typing import Any
 
 from daemon_client.protocol.models import SessionMessage
 from daemon_client.protocol.requests import subscriptions as subscriptions_requests
+from daemon_client.protocol.stream_payload import parse_stream_payload, restamp
 from daemon_client.protocol.timeline import (
     Lagged,
     Replacement,
     SubscriptionError,
     SubscriptionRestored,
     TimelineUpdate,
-    parse_stream_payload,
-    restamp,
 )
 from daemon_client.subscriptions.flow import Lag, LagSummary
 from daemon_client.subscriptions.membership import (

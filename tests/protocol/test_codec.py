@@ -31,6 +31,7 @@ from daemon_client.protocol import (
     parse_server_info,
     projects,
     reply_for,
+    stream_payload,
     structure,
     timeline,
     worktrees,
@@ -409,7 +410,7 @@ def test_a_stream_payload_of_any_shape_reads_as_its_fields_say(  # noqa: PLR0917
         _put(payload, key, value)
     _put(payload, "event", event if event_is_object else ["not", "an", "object"])
 
-    update = timeline.parse_stream_payload(payload, "sub-1")
+    update = stream_payload.parse_stream_payload(payload, "sub-1")
 
     def text_of(value: object, default: str = "") -> str:
         return default if value is _ABSENT else value if type(value) is str else str(value)
