@@ -16,9 +16,11 @@ The daemon grows new optional fields, nullable fields and new shapes without not
   :class:`MissingIdentity`.
 * Keys the model does not know are kept in ``extra_fields``.
 
-Readers are built once per type and cached; they run on whichever thread first needs the
-typed value (the callback thread for pushes, the caller's thread for replies) and share
-nothing but the skip counter and the warning memory, both behind one lock.
+Readers are built once per type and cached; a model's reader is generated as Python source
+and compiled (:mod:`daemon_client.protocol.reader_codegen`) the first time it is needed. They
+run on whichever thread first needs the typed value (the callback thread for pushes, the
+caller's thread for replies) and share nothing but the skip counter and the warning memory,
+both behind one lock.
 """
 
 from __future__ import annotations
@@ -195,13 +197,19 @@ _SCALARS: dict[Any, Reader] = {str: _str, bool: _bool, int: _int, float: _float,
 _EXACT: dict[Any, type[Any]] = {str: str, bool: bool, int: int, float: float}
 
 
+def _key(tp: Any) -> Any:
+    """``tp`` as the key of its reader: unions equal whatever their order (``int | float ==
+    float | int``) but are read in their own order, so a type is keyed with its spelling too."""
+    return tp if type(tp) is type else (tp, repr(tp))
+
+
 def _reader(tp: Any) -> Reader:
-    reader = _readers.get(tp)
+    reader = _readers.get(_key(tp))
     if reader is None:
         if _is_object(tp):
             return _model_reader(tp)
         reader = _build(tp)
-        _readers[tp] = reader
+        _readers[_key(tp)] = reader
     return reader
 
 
@@ -344,20 +352,20 @@ def _model_reader(cls: type[Any]) -> Reader:
     nested = bool(active)
     active.add(cls)
     try:
-        reader = compile_reader(_plan(cls), _RUNTIME)
+        reader = compile_reader(_plan(cls), _RUNTIME, _reader)
     except Exception:
         if not nested:
             raise
         return _deferred(cls)  # fails, or reads, on first use: as if prepared then
     finally:
         active.discard(cls)
-    _readers[cls] = reader
+    _readers[_key(cls)] = reader
     return reader
 
 
 def _deferred(cls: type[Any]) -> Reader:
     def read(value: Any, where: At) -> Any:
-        reader = _readers.get(cls) or _model_reader(cls)
+        reader = _readers.get(_key(cls)) or _model_reader(cls)
         return reader(value, where)
 
     return read
@@ -378,14 +386,6 @@ def _plan(cls: type[Any]) -> ModelPlan:
     return ModelPlan(cls, tuple(plans), extra)
 
 
-def _keep(extra: dict[str, Any] | None, wire: str, raw: Any) -> dict[str, Any]:
-    """``extra`` (made on first use) with ``raw`` kept under ``wire``."""
-    if extra is None:
-        extra = {}
-    extra[wire] = raw
-    return extra
-
-
 def _kept_raw(model: str, wire: str, exc: Exception, at: At, ident: Any) -> None:
     _log.debug("%s.%s kept raw at %s: %s", model, wire, _path(at, ident), exc)
 
@@ -399,26 +399,15 @@ def _refused(model: str, wire: str, exc: Exception, at: At, ident: Any) -> Missi
     return MissingIdentity(model, field, _path(at, ident))
 
 
-def _unknown(value: dict[str, Any], known: frozenset[str], extra: dict[str, Any] | None) -> dict[str, Any]:
-    """``extra`` (made on first use) with the keys of ``value`` the model does not know."""
-    if extra is None:
-        extra = {}
-    for key, item in value.items():
-        if key not in known:
-            extra[key] = item
-    return extra
-
-
 _RUNTIME: dict[str, Any] = {
     "_Unfit": _Unfit,
     "_Partial": _Partial,
     "MissingIdentity": MissingIdentity,
     "_ABSENT": _ABSENT,
-    "_keep": _keep,
     "_kept_raw": _kept_raw,
     "_missing": _missing,
     "_refused": _refused,
-    "_unknown": _unknown,
+    "_skip": _skip,
 }
 
 

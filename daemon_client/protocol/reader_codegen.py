@@ -63,17 +63,36 @@ class ModelPlan(NamedTuple):
     extra: attrs.Attribute[Any] | None
 
 
-def compile_reader(plan: ModelPlan, runtime: Mapping[str, Any]) -> Reader:
-    """The reader of ``plan``'s model; ``runtime`` holds the names the generated code calls:
-    ``_Unfit``, ``_Partial``, ``MissingIdentity``, ``_ABSENT``, ``_keep``, ``_kept_raw``,
-    ``_missing``, ``_refused``, ``_unknown`` (see :mod:`daemon_client.protocol.lenient`)."""
-    source = _Source(plan, runtime)
+def compile_reader(plan: ModelPlan, runtime: Mapping[str, Any], reader_of: Callable[[Any], Reader]) -> Reader:
+    """The reader of ``plan``'s model; ``runtime`` holds the rule's names the generated code
+    calls: ``_Unfit``, ``_Partial``, ``MissingIdentity``, ``_ABSENT``, ``_kept_raw``,
+    ``_missing``, ``_refused``, ``_skip`` (see :mod:`daemon_client.protocol.lenient`);
+    ``reader_of`` gives the reader of a type (the elements of a list of models, read inline)."""
+    source = _Source(plan, runtime, reader_of)
     text = source.function()
     filename = f"<lenient reader {plan.cls.__module__}.{plan.cls.__qualname__}>"
     exec(compile(text, filename, "exec"), source.namespace)
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     read: Reader = source.namespace["read"]
     return read
+
+
+def _keep(extra: dict[str, Any] | None, wire: str, raw: Any) -> dict[str, Any]:
+    """``extra`` (made on first use) with ``raw`` kept under ``wire``."""
+    if extra is None:
+        extra = {}
+    extra[wire] = raw
+    return extra
+
+
+def _unknown(value: dict[str, Any], known: frozenset[str], extra: dict[str, Any] | None) -> dict[str, Any]:
+    """``extra`` (made on first use) with the keys of ``value`` the model does not know."""
+    if extra is None:
+        extra = {}
+    for key, item in value.items():
+        if key not in known:
+            extra[key] = item
+    return extra
 
 
 # ------------------------------------------------------------------------------ how to build
@@ -148,6 +167,17 @@ def _fast_paths(tp: Any) -> list[tuple[str, str]]:
     return []
 
 
+def _model_items(tp: Any) -> tuple[type[Any], bool] | None:
+    """``(model, as_list)`` when ``tp`` (or ``tp | None``) is a list or tuple of a model."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        options = [arg for arg in args if arg is not type(None)]
+        return _model_items(options[0]) if len(options) == 1 else None
+    if _is_sequence(origin, args) and args and isinstance(args[0], type) and attrs.has(args[0]):
+        return args[0], origin is list
+    return None
+
+
 def _is_sequence(origin: Any, args: tuple[Any, ...]) -> bool:
     return origin in (tuple, Sequence, list) and (origin is not tuple or (len(args) == 2 and args[1] is Ellipsis))
 
@@ -181,8 +211,9 @@ def _refuses_scalars(tp: Any) -> bool:
 class _Source:
     """The source of one model's reader and the namespace it runs in."""
 
-    def __init__(self, plan: ModelPlan, runtime: Mapping[str, Any]) -> None:
+    def __init__(self, plan: ModelPlan, runtime: Mapping[str, Any], reader_of: Callable[[Any], Reader]) -> None:
         self.plan = plan
+        self.reader_of = reader_of
         self.every = [field.field for field in plan.fields] + ([plan.extra] if plan.extra is not None else [])
         ordered = [field for field in attrs.fields(plan.cls) if field in self.every]
         self.mode = _mode(plan.cls, ordered, plan.extra)
@@ -190,6 +221,7 @@ class _Source:
         self.keeps = plan.extra is not None
         self.name = repr(plan.cls.__name__)
         self.namespace: dict[str, Any] = {**runtime, "_cls": plan.cls, "_new": object.__new__}
+        self.namespace.update(_keep=_keep, _unknown=_unknown)
         self.lines: list[str] = []
 
     def bind(self, prefix: str, index: int, value: Any) -> str:
@@ -301,7 +333,32 @@ class _FieldSource:
             source.emit(1, "n = v")
 
     def fast(self) -> list[tuple[str, list[str]]]:
+        items = _model_items(self.plan.tp)
+        if items is not None:
+            return [("type(v) is list", self.elements(*items))]
         return [(test, [self.store(value)]) for test, value in _fast_paths(self.plan.tp) if test]
+
+    def elements(self, model: type[Any], as_list: bool) -> list[str]:
+        """A list of models read in place, as the list's own reader reads it: an element
+        that cannot be read is skipped (and reported), the whole list kept raw beside."""
+        item = self.source.bind("item", self.index, self.source.reader_of(model))
+        at = f"(where, n, {self.wire}, i)"
+        return [
+            "out = []",
+            "lossy = False",
+            "for i, e in enumerate(v):",
+            "    try:",
+            f"        out.append({item}(e, {at}))",
+            "    except MissingIdentity as exc:",
+            "        lossy = True",
+            f"        _skip(exc.model, exc.field, {at}, e)",
+            "    except _Unfit:",
+            "        lossy = True",
+            f"        _skip({model.__name__!r}, None, {at}, e)",
+            self.store("out" if as_list else "tuple(out)"),
+            "if lossy:",
+            f"    extra = _keep(extra, {self.wire}, v)",
+        ]
 
     def empty(self) -> list[tuple[str, list[str]]]:
         """The branches of an absent and a ``null`` value."""
