@@ -421,8 +421,9 @@ def structure(payload: Any, cls: type[T]) -> T:
     counted in :func:`skipped_entries`; the caller skips it or reports the error) and
     :class:`ProtocolError` when ``payload`` is not an object.
     """
+    reader = _readers.get(cls) if type(cls) is type else None  # a model read before: the common case
     try:
-        result: T = _reader(cls)(payload, (None, None, cls.__name__, None))
+        result: T = (reader or _reader(cls))(payload, (None, None, cls.__name__, None))
     except MissingIdentity as exc:
         with _lock:
             _skipped[exc.model] += 1

@@ -16,8 +16,7 @@ import attrs
 
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentSnapshot, AgentUsage, PermissionRequest
-from daemon_client.protocol.codec import structure
-from daemon_client.protocol.lenient import report_skipped, structure_optional
+from daemon_client.protocol.lenient import report_skipped, structure, structure_optional
 
 T = TypeVar("T")
 
@@ -173,7 +172,7 @@ def _text_item(raw: Mapping[str, Any], kind: str) -> TimelineItem | None:
         if message_id is None or type(message_id) is str:
             return _new_assistant_message(text, message_id, "assistant_message")
     elif kind == "reasoning":
-        return Reasoning(text)
+        return _new_reasoning(text, "reasoning")
     return None
 
 
@@ -407,17 +406,19 @@ class TimelineUpdate:
 
 
 _new_assistant_message = _slot_constructor(AssistantMessage)
+_new_reasoning = _slot_constructor(Reasoning)
 _new_timeline_event = _slot_constructor(TimelineEvent)
 _new_timeline_update = _slot_constructor(TimelineUpdate)
 
 
 def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
     """An ``agent_stream`` payload → :class:`TimelineUpdate` (``subscription_id`` as routed)."""
-    try:  # the shape of most frames of a stream, in one step: a chunk of assistant text
+    try:  # the shape of most frames of a stream, in one step: a chunk of assistant text or reasoning
         event = payload["event"]
-        if event["type"] == "timeline":
+        if event["type"] == "timeline" and "turnId" not in event:
             item = event["item"]
-            if item["type"] == "assistant_message" and "messageId" not in item and "turnId" not in event:
+            kind = item["type"]
+            if (kind == "assistant_message" and "messageId" not in item) or kind == "reasoning":
                 text, provider, agent_id = item["text"], event["provider"], payload["agentId"]
                 timestamp, seq, epoch = payload["timestamp"], payload["seq"], payload["epoch"]
                 if (
@@ -428,8 +429,12 @@ def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None
                     and type(seq) is int
                     and type(epoch) is str
                 ):
-                    message = _new_assistant_message(text, None, "assistant_message")
-                    timeline_event = _new_timeline_event(message, provider, None, "timeline")
+                    chunk = (
+                        _new_assistant_message(text, None, "assistant_message")
+                        if kind == "assistant_message"
+                        else _new_reasoning(text, "reasoning")
+                    )
+                    timeline_event = _new_timeline_event(chunk, provider, None, "timeline")
                     return _new_timeline_update(agent_id, timeline_event, subscription_id, timestamp, seq, epoch)
     except (KeyError, TypeError):  # a field missing, or not an object: read field by field
         pass
@@ -534,9 +539,8 @@ def parse_page(payload: Mapping[str, Any]) -> TimelinePage:
         if not isinstance(raw, Mapping):
             report_skipped("TimelineEntry", None, (f"entries[{index}]",), raw)
             continue
-        item = parse_item(raw.get("item"))
-        rest = {key: value for key, value in raw.items() if key != "item"}
-        entries.append(attrs.evolve(structure(rest, _EntryFields).to_entry(), item=item))
+        item = parse_item(raw.get("item"))  # the other fields read without it (the model ignores it)
+        entries.append(structure(raw if type(raw) is dict else dict(raw), _EntryFields).to_entry(item))
     window = structure_optional(payload.get("window"), TimelineWindow, "window")
     return TimelinePage(
         entries=tuple(entries),
@@ -570,9 +574,9 @@ class _EntryFields:
     source_seq_ranges: tuple[SeqRange, ...] = ()
     collapsed: tuple[str, ...] = ()
 
-    def to_entry(self) -> TimelineEntry:
+    def to_entry(self, item: TimelineItem) -> TimelineEntry:
         return TimelineEntry(
-            item=UnknownItem(type=""),
+            item=item,
             provider=self.provider,
             turn_id=self.turn_id,
             timestamp=self.timestamp,
