@@ -11,10 +11,13 @@ fields it carried, and the model built in one step. The rule's outcomes (kept ra
 ``MissingIdentity``) are the runtime helpers lenient passes in, so both read alike.
 
 The model is built by setting its slots directly when its ``__init__`` is attrs' own and would
-only set them (no validators, converters, ``__attrs_pre_init__``/``__attrs_post_init__``); by
-calling the class with every argument, positionally, otherwise; and through a keyword dict, as
-given, when its ``__init__`` takes other arguments than its fields or a default needs the
-instance. The instances are the same either way.
+only set them (no validators, converters, ``__attrs_pre_init__``/``__attrs_post_init__``): as
+an instance of a subclass that adds nothing and lets its slots be assigned (the model is
+frozen), which then becomes the model's own by ``__class__`` assignment (so the model lists one
+such subclass in ``__subclasses__()``), or through the slots' descriptors where that is refused.
+Otherwise it is built by calling the class with every argument, positionally, and through a
+keyword dict, as given, when its ``__init__`` takes other arguments than its fields or a
+default needs the instance. The instances are the same either way.
 
 Runs on whichever thread first reads a model (lenient prepares readers on first use); it builds
 a new namespace per call and shares nothing, so two threads preparing one model get equal
@@ -126,6 +129,32 @@ def _takes_fields(cls: type[Any], fields: Sequence[attrs.Attribute[Any]]) -> boo
     )
 
 
+def _unfinished(cls: type[Any], fields: Sequence[attrs.Attribute[Any]]) -> type[Any] | None:
+    """A subclass of ``cls`` that adds nothing and lets its slots be set by plain assignment
+    (``cls`` is frozen): an object is built as one of these, then becomes a ``cls``
+    (``__class__`` assignment, allowed between layouts that are the same). ``None`` when
+    ``cls`` has a metaclass or a subclass hook, or when the assignment is refused."""
+    if type(cls) is not type or any("__init_subclass__" in vars(klass) for klass in cls.__mro__[:-1]):
+        return None
+    namespace = {
+        "__slots__": (),
+        "__setattr__": object.__setattr__,
+        "__delattr__": object.__delattr__,
+        "__module__": cls.__module__,
+        "__qualname__": f"{cls.__qualname__}.<being read>",
+        "__doc__": f"A {cls.__name__} while its reader sets its fields.",
+    }
+    unfinished = type(cls.__name__, (cls,), namespace)
+    probe: Any = object.__new__(unfinished)
+    try:
+        for field in fields:
+            setattr(probe, field.name, None)
+        probe.__class__ = cls
+    except (TypeError, AttributeError):
+        return None
+    return unfinished
+
+
 def _plain_slots(cls: type[Any], fields: Sequence[attrs.Attribute[Any]]) -> bool:
     """Whether attrs' ``__init__`` of ``cls`` only sets one slot per field."""
     if not cls.__init__.__code__.co_filename.startswith("<attrs generated"):
@@ -223,6 +252,9 @@ class _Source:
         self.namespace: dict[str, Any] = {**runtime, "_cls": plan.cls, "_new": object.__new__}
         self.namespace.update(_keep=_keep, _unknown=_unknown)
         self.lines: list[str] = []
+        self.unfinished = _unfinished(plan.cls, ordered) if self.mode == "slots" else None
+        if self.unfinished is not None:
+            self.namespace["_unfinished"] = self.unfinished
 
     def bind(self, prefix: str, index: int, value: Any) -> str:
         name = f"_{prefix}{index}"
@@ -239,7 +271,7 @@ class _Source:
         if self.keeps:
             self.emit(1, "missing = 0")
         if self.mode == "slots":
-            self.emit(1, "o = _new(_cls)")
+            self.emit(1, "o = _new(_cls)" if self.unfinished is None else "o = _new(_unfinished)")
         elif self.mode == "kwargs":
             self.emit(1, "kw = {}")
         for index, field in enumerate(self.plan.fields):
@@ -250,6 +282,8 @@ class _Source:
 
     def store(self, field: attrs.Attribute[Any], index: int, expr: str) -> str:
         """The statement that gives ``field`` the value of ``expr``."""
+        if self.mode == "slots" and self.unfinished is not None:
+            return f"o.{field.name} = {expr}"
         if self.mode == "slots":
             return f"{self.bind('set', index, getattr(self.plan.cls, field.name).__set__)}(o, {expr})"
         if self.mode == "call":
@@ -288,6 +322,8 @@ class _Source:
 
     def construct(self) -> None:
         if self.mode == "slots":
+            if self.unfinished is not None:
+                self.emit(1, "o.__class__ = _cls")
             self.emit(1, "return o")
             return
         if self.mode == "call":

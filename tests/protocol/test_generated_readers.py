@@ -8,7 +8,9 @@ contain themselves, and two threads preparing one model at once.
 
 from __future__ import annotations
 
+import copy
 import logging
+import pickle
 import sys
 import threading
 from typing import Any
@@ -56,6 +58,37 @@ def test_a_read_object_equals_the_one_its_init_builds() -> None:
     assert repr(read) == repr(Defaults(id="d1", tags={"k": 1}, names=["x"], shared=("c",)))
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         read.id = "other"  # type: ignore[misc]
+
+
+def test_a_read_object_is_a_plain_instance_of_its_model() -> None:
+    read = structure({"id": "d1", "names": ["x"]}, Defaults)
+    assert type(read) is Defaults
+    assert read.__class__ is Defaults
+    assert pickle.loads(pickle.dumps(read)) == read
+    assert copy.copy(read) == read
+    assert attrs.evolve(read, id="d2") == Defaults(id="d2", names=["x"])
+    with pytest.raises(AttributeError):
+        del read.id
+
+
+_subclassed: list[type[Any]] = []
+
+
+@attrs.frozen
+class Hooked:
+    """A model whose subclass hook must not run when it is read."""
+
+    id: str
+    note: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _subclassed.append(cls)
+
+
+def test_a_model_with_a_subclass_hook_reads_without_running_it() -> None:
+    assert structure({"id": "h1", "note": "n"}, Hooked) == Hooked(id="h1", note="n")
+    assert _subclassed == []
 
 
 @attrs.frozen
