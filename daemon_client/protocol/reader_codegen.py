@@ -13,8 +13,8 @@ fields it carried, and the model built in one step. The rule's outcomes (kept ra
 The model is built by setting its slots directly when its ``__init__`` is attrs' own and would
 only set them (no validators, converters, ``__attrs_pre_init__``/``__attrs_post_init__``): as
 an instance of a subclass that adds nothing and lets its slots be assigned (the model is
-frozen), which then becomes the model's own by ``__class__`` assignment (so the model lists one
-such subclass in ``__subclasses__()``), or through the slots' descriptors where that is refused.
+frozen), which then becomes the model's own by ``__class__`` assignment (so the model lists
+such a subclass in ``__subclasses__()``), or through the slots' descriptors where that is refused.
 Otherwise it is built by calling the class with every argument, positionally, and through a
 keyword dict, as given, when its ``__init__`` takes other arguments than its fields or a
 default needs the instance. The instances are the same either way.
