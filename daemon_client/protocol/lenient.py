@@ -16,9 +16,11 @@ The daemon grows new optional fields, nullable fields and new shapes without not
   :class:`MissingIdentity`.
 * Keys the model does not know are kept in ``extra_fields``.
 
-Readers are built once per type and cached; they run on whichever thread first needs the
-typed value (the callback thread for pushes, the caller's thread for replies) and share
-nothing but the skip counter and the warning memory, both behind one lock.
+Readers are built once per type and cached; a model's reader is generated as Python source
+and compiled (:mod:`daemon_client.protocol.reader_codegen`) the first time it is needed. They
+run on whichever thread first needs the typed value (the callback thread for pushes, the
+caller's thread for replies) and share nothing but the skip counter and the warning memory,
+both behind one lock.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import attrs
 import cattrs
 
 from daemon_client.errors import ProtocolError
+from daemon_client.protocol.reader_codegen import FieldPlan, ModelPlan, compile_reader
 
 T = TypeVar("T")
 
@@ -49,9 +52,15 @@ _ABSENT: Any = object()
 _WARNED_MAX = 512
 
 Where = tuple[Any, ...]
-"""Where a value sits, outermost first: accessors such as ``"features[0]"``, or ``(accessor, id)``
-pairs for objects whose identity was read; formatted only for log lines (:func:`_path`)."""
-Reader = Callable[[Any, Where], Any]
+"""Where a value sits, outermost first, as :func:`report_skipped` takes it: accessors such as
+``"features[0]"``, or ``(accessor, id)`` pairs for objects whose identity was read."""
+At = tuple[Any, Any, Any, Any]
+"""Where a value sits, as the readers pass it on: ``(outer, outer_id, part, index)``: the
+location of the object around it (``None`` at the top) and that object's identity (``None``
+until read), the accessor (a wire name, or ``(accessor, index)`` for a list in a list), and
+the index in the list it is an element of (``None`` if none). One tuple per nested value,
+formatted only for log lines and errors (:func:`_path`)."""
+Reader = Callable[[Any, At], Any]
 
 
 def to_camel(name: str) -> str:
@@ -104,15 +113,34 @@ def _preview(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
 
 
-def _path(where: Where) -> str:
-    return " › ".join(f"{part[0]} {_preview(part[1], 60)}" if type(part) is tuple else str(part) for part in where)
+def _accessor(part: Any) -> str:
+    return f"{_accessor(part[0])}[{part[1]}]" if type(part) is tuple else str(part)
+
+
+def _path(at: At | None, ident: Any = None) -> str:
+    """``at`` as log lines show it; ``ident``: the identity of the object at ``at``."""
+    parts = []
+    while at is not None:
+        outer, outer_id, part, index = at
+        text = _accessor(part) if index is None else f"{_accessor(part)}[{index}]"
+        parts.append(f"{text} {_preview(ident, 60)}" if type(ident) is str else text)
+        at, ident = outer, outer_id
+    return " › ".join(reversed(parts))
 
 
 def report_skipped(model: str, field: str | None, where: Where, raw: Any) -> None:
     """Count a skipped entry and log one WARNING naming it and its missing identity ``field``
     (``None``: the entry is not an object). The same entry skipped again (an update re-sending
     it) is counted and logged at DEBUG only."""
-    path = _path(where)
+    path = " › ".join(f"{part[0]} {_preview(part[1], 60)}" if type(part) is tuple else str(part) for part in where)
+    _report(model, field, path, raw)
+
+
+def _skip(model: str, field: str | None, at: At, raw: Any) -> None:
+    _report(model, field, _path(at), raw)
+
+
+def _report(model: str, field: str | None, path: str, raw: Any) -> None:
     reason = "it is not an object" if field is None else f"no usable {field!r}"
     shown = _preview(raw)
     key = f"{model}|{reason}|{path}|{shown}"
@@ -135,23 +163,23 @@ _readers: dict[Any, Reader] = {}
 _identities: dict[type[Any], tuple[str, ...]] = {}
 
 
-def _any(value: Any, where: Where) -> Any:
+def _any(value: Any, where: At) -> Any:
     return value
 
 
-def _str(value: Any, where: Where) -> str:
+def _str(value: Any, where: At) -> str:
     if type(value) is str:
         return value
     raise _Unfit("not a string")
 
 
-def _bool(value: Any, where: Where) -> bool:
+def _bool(value: Any, where: At) -> bool:
     if type(value) is bool:
         return value
     raise _Unfit("not a boolean")
 
 
-def _int(value: Any, where: Where) -> int:
+def _int(value: Any, where: At) -> int:
     if type(value) is int:
         return value
     if type(value) is float and value.is_integer():
@@ -159,20 +187,29 @@ def _int(value: Any, where: Where) -> int:
     raise _Unfit("not an integer")
 
 
-def _float(value: Any, where: Where) -> float:
+def _float(value: Any, where: At) -> float:
     if type(value) is float or type(value) is int:
         return float(value)
     raise _Unfit("not a number")
 
 
 _SCALARS: dict[Any, Reader] = {str: _str, bool: _bool, int: _int, float: _float, Any: _any, object: _any}
+_EXACT: dict[Any, type[Any]] = {str: str, bool: bool, int: int, float: float}
+
+
+def _key(tp: Any) -> Any:
+    """``tp`` as the key of its reader: unions equal whatever their order (``int | float ==
+    float | int``) but are read in their own order, so a type is keyed with its spelling too."""
+    return tp if type(tp) is type else (tp, repr(tp))
 
 
 def _reader(tp: Any) -> Reader:
-    reader = _readers.get(tp)
+    reader = _readers.get(_key(tp))
     if reader is None:
+        if _is_object(tp):
+            return _model_reader(tp)
         reader = _build(tp)
-        _readers[tp] = reader
+        _readers[_key(tp)] = reader
     return reader
 
 
@@ -184,8 +221,6 @@ def _build(tp: Any) -> Reader:
     scalar = _SCALARS.get(tp)
     if scalar is not None:
         return scalar
-    if _is_object(tp):
-        return _object_reader(tp)
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is typing.Union or origin is types.UnionType:
@@ -205,7 +240,7 @@ def _fallback_converter() -> cattrs.Converter:
 
 
 def _fallback_reader(tp: Any) -> Reader:
-    def read(value: Any, where: Where) -> Any:
+    def read(value: Any, where: At) -> Any:
         try:
             return _fallback_converter().structure(value, tp)
         except Exception as exc:  # noqa: BLE001 - any failure means the value does not fit
@@ -219,7 +254,7 @@ def _union_reader(options: list[Any]) -> Reader:
         return _reader(options[0])
     readers = [_reader(option) for option in options]
 
-    def read(value: Any, where: Where) -> Any:
+    def read(value: Any, where: At) -> Any:
         for reader in readers:
             try:
                 return reader(value, where)
@@ -233,22 +268,30 @@ def _union_reader(options: list[Any]) -> Reader:
 def _sequence_reader(item_type: Any, as_list: bool) -> Reader:
     item = _reader(item_type)
     model = item_type.__name__ if _is_object(item_type) else None
+    exact = _EXACT.get(item_type)  # an element of this type is read as it is
 
-    def read(value: Any, where: Where) -> Any:
+    def read(value: Any, where: At) -> Any:
         if type(value) is not list and type(value) is not tuple:
             raise _Unfit("not a list")
+        outer, outer_id, part, at = where
+        if at is not None:  # a list in a list
+            part = (part, at)
         out = []
         lossy = False
         for index, element in enumerate(value):
+            if type(element) is exact:
+                out.append(element)
+                continue
+            at = (outer, outer_id, part, index)
             try:
-                out.append(item(element, (*where[:-1], f"{where[-1]}[{index}]")))
+                out.append(item(element, at))
             except MissingIdentity as exc:
                 lossy = True
-                report_skipped(exc.model, exc.field, (*where[:-1], f"{where[-1]}[{index}]"), element)
+                _skip(exc.model, exc.field, at, element)
             except _Unfit:
                 lossy = True
                 if model is not None:
-                    report_skipped(model, None, (*where[:-1], f"{where[-1]}[{index}]"), element)
+                    _skip(model, None, at, element)
         result = out if as_list else tuple(out)
         if lossy:
             raise _Partial(result)
@@ -260,22 +303,26 @@ def _sequence_reader(item_type: Any, as_list: bool) -> Reader:
 def _mapping_reader(value_type: Any) -> Reader:
     if value_type is Any or value_type is object:
 
-        def read_any(value: Any, where: Where) -> Any:
+        def read_any(value: Any, where: At) -> Any:
             if type(value) is not dict:
                 raise _Unfit("not an object")
             return dict(value)
 
         return read_any
     item = _reader(value_type)
+    exact = _EXACT.get(value_type)  # a value of this type is read as it is
 
-    def read(value: Any, where: Where) -> Any:
+    def read(value: Any, where: At) -> Any:
         if type(value) is not dict:
             raise _Unfit("not an object")
         out = {}
         lossy = False
         for key, element in value.items():
+            if type(element) is exact:
+                out[key] = element
+                continue
             try:
-                out[key] = item(element, (*where, str(key)))
+                out[key] = item(element, (where, None, key if type(key) is str else str(key), None))
             except (_Unfit, MissingIdentity):
                 lossy = True
             except _Partial as partial:
@@ -288,91 +335,80 @@ def _mapping_reader(value_type: Any) -> Reader:
     return read
 
 
-_Field = tuple[str, str, bool, bool, Reader, bool, Any]
-"""One field of a model, as its reader uses it: (init alias, wire name, is identity, nested
-value (needs a location), value reader, names the object in log lines, exact scalar type for
-the fast path or ``None``)."""
-_EXACT = {str: str, bool: bool, int: int, float: float}
+# ------------------------------------------------------------------------------ model readers
+# Each model's reader is generated and compiled (reader_codegen) the first time a reader of it
+# is asked for, with its fields' readers, so the models it contains are prepared with it. A
+# model met again while it is being prepared on this thread (it contains itself), or whose
+# annotations cannot be resolved yet, gets a reader that prepares it on first use. Two threads
+# may prepare one model at once: both compile the same source; either result is kept.
+
+_preparing = threading.local()
 
 
-def _object_reader(cls: type[Any]) -> Reader:
-    """The reader of one attrs model; its field readers are resolved on first use (models may
-    refer to each other, and to names defined after them)."""
-    name = cls.__name__
-    prepared: tuple[tuple[_Field, ...], frozenset[str], bool] | None = None
+def _model_reader(cls: type[Any]) -> Reader:
+    active: set[type[Any]] = _preparing.__dict__.setdefault("models", set())
+    if cls in active:
+        return _deferred(cls)
+    nested = bool(active)
+    active.add(cls)
+    try:
+        reader = compile_reader(_plan(cls), _RUNTIME, _reader)
+    except Exception:
+        if not nested:
+            raise
+        return _deferred(cls)  # fails, or reads, on first use: as if prepared then
+    finally:
+        active.discard(cls)
+    _readers[_key(cls)] = reader
+    return reader
 
-    def prepare() -> tuple[tuple[_Field, ...], frozenset[str], bool]:
-        hints = typing.get_type_hints(cls)
-        fields = [field for field in attrs.fields(cls) if field.name != EXTRA_FIELDS]
-        required = [field.name for field in fields if field.default is attrs.NOTHING]
-        naming = "id" if "id" in required else required[0] if required else None
-        specs: list[_Field] = []
-        for field in fields:
-            wire = RAW_FIELD if field.name == RAW_FIELD else to_camel(field.name)
-            tp = hints.get(field.name, Any)
-            specs.append(
-                (
-                    field.alias,
-                    wire,
-                    field.default is attrs.NOTHING,
-                    tp not in _SCALARS,
-                    _reader(tp),
-                    field.name == naming,
-                    _EXACT.get(tp),
-                )
-            )
-        keeps_extra = len(fields) < len(attrs.fields(cls))
-        return tuple(specs), frozenset(spec[1] for spec in specs), keeps_extra
 
-    def read(value: Any, where: Where) -> Any:
-        nonlocal prepared
-        if prepared is None:
-            prepared = prepare()  # two threads may both prepare: the results are equal
-        specs, known, keeps_extra = prepared
-        if type(value) is not dict:
-            raise _Unfit("not an object")
-        get = value.get
-        kwargs: dict[str, Any] = {}
-        extra: dict[str, Any] = {}
-        label = where[-1]
-        present = 0
-        for alias, wire, required, nested, reader, names, exact in specs:
-            raw = get(wire, _ABSENT)
-            if raw is _ABSENT or raw is None:
-                if required:
-                    raise MissingIdentity(name, wire, _path((*where[:-1], label)))
-                present += raw is None
-                continue
-            present += 1
-            if type(raw) is exact:  # the common case: a scalar of the field's own type
-                kwargs[alias] = raw
-            else:
-                try:
-                    kwargs[alias] = reader(raw, (*where[:-1], label, wire) if nested else where)
-                except _Partial as partial:
-                    kwargs[alias] = partial.value
-                    extra[wire] = raw
-                except (MissingIdentity, _Unfit) as exc:
-                    if required:
-                        field = f"{wire}.{exc.field}" if isinstance(exc, MissingIdentity) else wire
-                        raise MissingIdentity(name, field, _path((*where[:-1], label))) from None
-                    extra[wire] = raw
-                    _log.debug("%s.%s kept raw at %s: %s", name, wire, _path((*where[:-1], label)), exc)
-            if names and type(raw) is str:
-                label = (label, raw)
-        if keeps_extra:
-            if present < len(value):
-                for key, item in value.items():
-                    if key not in known:
-                        extra[key] = item
-            if extra:
-                kwargs[EXTRA_FIELDS] = extra
-        try:
-            return cls(**kwargs)
-        except (TypeError, ValueError) as exc:  # a model's own validation refused a value
-            raise _Unfit(str(exc)) from None
+def _deferred(cls: type[Any]) -> Reader:
+    def read(value: Any, where: At) -> Any:
+        reader = _readers.get(_key(cls)) or _model_reader(cls)
+        return reader(value, where)
 
     return read
+
+
+def _plan(cls: type[Any]) -> ModelPlan:
+    """The fields of ``cls`` as the rule reads them (see the module docstring)."""
+    hints = typing.get_type_hints(cls)
+    fields = [field for field in attrs.fields(cls) if field.name != EXTRA_FIELDS]
+    required = [field.name for field in fields if field.default is attrs.NOTHING]
+    naming = "id" if "id" in required else required[0] if required else None
+    plans = []
+    for field in fields:
+        tp = hints.get(field.name, Any)
+        wire = RAW_FIELD if field.name == RAW_FIELD else to_camel(field.name)
+        plans.append(FieldPlan(field, wire, tp, _reader(tp), tp not in _SCALARS, field.name == naming))
+    extra = next((field for field in attrs.fields(cls) if field.name == EXTRA_FIELDS), None)
+    return ModelPlan(cls, tuple(plans), extra)
+
+
+def _kept_raw(model: str, wire: str, exc: Exception, at: At, ident: Any) -> None:
+    _log.debug("%s.%s kept raw at %s: %s", model, wire, _path(at, ident), exc)
+
+
+def _missing(model: str, wire: str, at: At, ident: Any) -> MissingIdentity:
+    return MissingIdentity(model, wire, _path(at, ident))
+
+
+def _refused(model: str, wire: str, exc: Exception, at: At, ident: Any) -> MissingIdentity:
+    field = f"{wire}.{exc.field}" if isinstance(exc, MissingIdentity) else wire
+    return MissingIdentity(model, field, _path(at, ident))
+
+
+_RUNTIME: dict[str, Any] = {
+    "_Unfit": _Unfit,
+    "_Partial": _Partial,
+    "MissingIdentity": MissingIdentity,
+    "_ABSENT": _ABSENT,
+    "_kept_raw": _kept_raw,
+    "_missing": _missing,
+    "_refused": _refused,
+    "_skip": _skip,
+}
 
 
 # ------------------------------------------------------------------------------ entry points
@@ -385,8 +421,9 @@ def structure(payload: Any, cls: type[T]) -> T:
     counted in :func:`skipped_entries`; the caller skips it or reports the error) and
     :class:`ProtocolError` when ``payload`` is not an object.
     """
+    reader = _readers.get(cls) if type(cls) is type else None  # a model read before: the common case
     try:
-        result: T = _reader(cls)(payload, (cls.__name__,))
+        result: T = (reader or _reader(cls))(payload, (None, None, cls.__name__, None))
     except MissingIdentity as exc:
         with _lock:
             _skipped[exc.model] += 1
@@ -404,7 +441,7 @@ def structure_optional(payload: Any, cls: type[T], where: str) -> T | None:
     if type(payload) is not dict:
         return None
     try:
-        return _reader(cls)(payload, (where,))  # type: ignore[no-any-return]
+        return _reader(cls)(payload, (None, None, where, None))  # type: ignore[no-any-return]
     except (_Unfit, MissingIdentity) as exc:
         _log.debug("%s at %s not read: %s", cls.__name__, where, exc)
         return None
@@ -416,13 +453,13 @@ def structure_each(items: Iterable[Any] | None, cls: type[T], where: str) -> tup
     reader = _reader(cls)
     out: list[T] = []
     for index, item in enumerate(items or ()):
-        at = (f"{where}[{index}]",)
+        at = (None, None, where, index)
         try:
             out.append(reader(item, at))
         except MissingIdentity as exc:
-            report_skipped(exc.model, exc.field, at, item)
+            _skip(exc.model, exc.field, at, item)
         except _Unfit:
-            report_skipped(cls.__name__, None, at, item)
+            _skip(cls.__name__, None, at, item)
     return tuple(out)
 
 

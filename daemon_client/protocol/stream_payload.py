@@ -1,6 +1,6 @@
 """The live stream's parser: an ``agent_stream`` payload → ``TimelineUpdate``.
 
-Nearly every frame of a stream has one shape, a chunk of assistant text;
+Nearly every frame of a stream has one shape, a chunk of assistant text or reasoning;
 :func:`parse_stream_payload` reads it in one step and builds its three values with the
 slot-setting constructors of :mod:`daemon_client.protocol.timeline`. Any other shape is read field
 by field by :func:`~daemon_client.protocol.timeline.parse_stream_fields`. The value classes stay in
@@ -17,6 +17,7 @@ from typing import Any
 from daemon_client.protocol.timeline import (
     TimelineUpdate,
     new_assistant_message,
+    new_reasoning,
     new_timeline_event,
     new_timeline_update,
     parse_stream_fields,
@@ -27,11 +28,12 @@ __all__ = ["parse_stream_payload", "restamp"]
 
 def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
     """An ``agent_stream`` payload → :class:`TimelineUpdate` (``subscription_id`` as routed)."""
-    try:  # the shape of most frames of a stream, in one step: a chunk of assistant text
+    try:  # the shape of most frames of a stream, in one step: a chunk of assistant text or reasoning
         event = payload["event"]
-        if event["type"] == "timeline":
+        if event["type"] == "timeline" and "turnId" not in event:
             item = event["item"]
-            if item["type"] == "assistant_message" and "messageId" not in item and "turnId" not in event:
+            kind = item["type"]
+            if (kind == "assistant_message" and "messageId" not in item) or kind == "reasoning":
                 text, provider, agent_id = item["text"], event["provider"], payload["agentId"]
                 timestamp, seq, epoch = payload["timestamp"], payload["seq"], payload["epoch"]
                 if (
@@ -42,8 +44,12 @@ def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None
                     and type(seq) is int
                     and type(epoch) is str
                 ):
-                    message = new_assistant_message(text, None, "assistant_message")
-                    timeline_event = new_timeline_event(message, provider, None, "timeline")
+                    chunk = (
+                        new_assistant_message(text, None, "assistant_message")
+                        if kind == "assistant_message"
+                        else new_reasoning(text, "reasoning")
+                    )
+                    timeline_event = new_timeline_event(chunk, provider, None, "timeline")
                     update: TimelineUpdate = new_timeline_update(
                         agent_id, timeline_event, subscription_id, timestamp, seq, epoch
                     )
@@ -51,6 +57,7 @@ def parse_stream_payload(payload: Mapping[str, Any], subscription_id: str | None
     except (KeyError, TypeError):  # a field missing, or not an object: read field by field
         pass
     return parse_stream_fields(payload, subscription_id)
+
 
 def restamp(update: TimelineUpdate, subscription_id: str | None) -> TimelineUpdate:
     """``update`` as delivered under ``subscription_id`` (a frame parsed once for several

@@ -16,8 +16,7 @@ import attrs
 
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentSnapshot, AgentUsage, PermissionRequest
-from daemon_client.protocol.codec import structure
-from daemon_client.protocol.lenient import report_skipped, structure_optional
+from daemon_client.protocol.lenient import report_skipped, structure, structure_optional
 
 T = TypeVar("T")
 
@@ -173,7 +172,7 @@ def _text_item(raw: Mapping[str, Any], kind: str) -> TimelineItem | None:
         if message_id is None or type(message_id) is str:
             return new_assistant_message(text, message_id, "assistant_message")
     elif kind == "reasoning":
-        return Reasoning(text)
+        return new_reasoning(text, "reasoning")
     return None
 
 
@@ -407,9 +406,10 @@ class TimelineUpdate:
 
 
 new_assistant_message = _slot_constructor(AssistantMessage)
+new_reasoning = _slot_constructor(Reasoning)
 new_timeline_event = _slot_constructor(TimelineEvent)
 new_timeline_update = _slot_constructor(TimelineUpdate)
-"""Positional constructors of the stream's three values (see :func:`_slot_constructor`)."""
+"""Positional constructors of the stream's values (see :func:`_slot_constructor`)."""
 
 
 def parse_stream_fields(payload: Mapping[str, Any], subscription_id: str | None) -> TimelineUpdate:
@@ -504,9 +504,8 @@ def parse_page(payload: Mapping[str, Any]) -> TimelinePage:
         if not isinstance(raw, Mapping):
             report_skipped("TimelineEntry", None, (f"entries[{index}]",), raw)
             continue
-        item = parse_item(raw.get("item"))
-        rest = {key: value for key, value in raw.items() if key != "item"}
-        entries.append(attrs.evolve(structure(rest, _EntryFields).to_entry(), item=item))
+        item = parse_item(raw.get("item"))  # the other fields read without it (the model ignores it)
+        entries.append(structure(raw if type(raw) is dict else dict(raw), _EntryFields).to_entry(item))
     window = structure_optional(payload.get("window"), TimelineWindow, "window")
     return TimelinePage(
         entries=tuple(entries),
@@ -540,9 +539,9 @@ class _EntryFields:
     source_seq_ranges: tuple[SeqRange, ...] = ()
     collapsed: tuple[str, ...] = ()
 
-    def to_entry(self) -> TimelineEntry:
+    def to_entry(self, item: TimelineItem) -> TimelineEntry:
         return TimelineEntry(
-            item=UnknownItem(type=""),
+            item=item,
             provider=self.provider,
             turn_id=self.turn_id,
             timestamp=self.timestamp,
