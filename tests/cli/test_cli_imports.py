@@ -371,6 +371,8 @@ def test_agents_json_imports_only_the_agents_command(fake: FakeDaemon) -> None:
         "daemon_client.cli.live",
         "daemon_client.cli.completion",
         "daemon_client.protocol.timeline",
+        "daemon_client.protocol.workspaces",
+        "daemon_client.protocol.workspace_directory",
         "daemon_client.api.agents.handle",
         "daemon_client.subscriptions.timeline",
         "daemon_client.discovery.store",
