@@ -35,8 +35,8 @@ if TYPE_CHECKING:  # the layers are imported by the first client built (daemon_c
     from daemon_client.discovery.profiles import Host, HostConnection
     from daemon_client.protocol.hosts import HostKind
     from daemon_client.protocol.models import ServerInfo, SessionPong
-    from daemon_client.runtime.flow_limits import FlowControl
     from daemon_client.runtime.dispatch import CallbackExecutor
+    from daemon_client.runtime.flow_limits import FlowControl
     from daemon_client.runtime.pushes import PushHandler
     from daemon_client.state import StateListener
     from daemon_client.subscriptions.flow import ClientStats
