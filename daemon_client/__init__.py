@@ -97,9 +97,6 @@ if TYPE_CHECKING:
     from daemon_client.protocol.directory import PageInfo as PageInfo
     from daemon_client.protocol.directory import Sort as Sort
     from daemon_client.protocol.directory import SubscribeOptions as SubscribeOptions
-    from daemon_client.protocol.directory import WorkspaceFilter as WorkspaceFilter
-    from daemon_client.protocol.directory import WorkspaceListResult as WorkspaceListResult
-    from daemon_client.protocol.directory import WorkspaceUpdate as WorkspaceUpdate
     from daemon_client.protocol.hosts import HostKind as HostKind
     from daemon_client.protocol.models import ServerInfo as ServerInfo
     from daemon_client.protocol.models import SessionMessage as SessionMessage
@@ -152,6 +149,9 @@ if TYPE_CHECKING:
     from daemon_client.protocol.timeline import UnknownItem as UnknownItem
     from daemon_client.protocol.timeline import UserMessage as UserMessage
     from daemon_client.protocol.timeline import join_messages as join_messages
+    from daemon_client.protocol.workspace_directory import WorkspaceFilter as WorkspaceFilter
+    from daemon_client.protocol.workspace_directory import WorkspaceListResult as WorkspaceListResult
+    from daemon_client.protocol.workspace_directory import WorkspaceUpdate as WorkspaceUpdate
     from daemon_client.protocol.workspace_labels import WorkspaceLabel as WorkspaceLabel
     from daemon_client.protocol.workspace_labels import WorkspaceLabelAssignment as WorkspaceLabelAssignment
     from daemon_client.protocol.workspace_labels import WorkspaceLabelCatalog as WorkspaceLabelCatalog
@@ -313,15 +313,15 @@ _LAZY: dict[str, str] = {
     "UserMessage": "daemon_client.protocol.timeline",
     "WorkspaceAgents": "daemon_client.api.workspaces.workspace_agents",
     "WorkspaceDescriptor": "daemon_client.protocol.workspaces",
-    "WorkspaceFilter": "daemon_client.protocol.directory",
+    "WorkspaceFilter": "daemon_client.protocol.workspace_directory",
     "WorkspaceHandle": "daemon_client.api.workspaces.namespace",
     "WorkspaceLabel": "daemon_client.protocol.workspace_labels",
     "WorkspaceLabelAssignment": "daemon_client.protocol.workspace_labels",
     "WorkspaceLabelCatalog": "daemon_client.protocol.workspace_labels",
-    "WorkspaceListResult": "daemon_client.protocol.directory",
+    "WorkspaceListResult": "daemon_client.protocol.workspace_directory",
     "WorkspaceProjectDescriptor": "daemon_client.protocol.workspaces",
     "WorkspaceTerminals": "daemon_client.api.terminals.namespace",
-    "WorkspaceUpdate": "daemon_client.protocol.directory",
+    "WorkspaceUpdate": "daemon_client.protocol.workspace_directory",
     "UploadedFile": "daemon_client.protocol.attachments",
     "TextAttachment": "daemon_client.protocol.attachments",
     "ChangeRequestAttachment": "daemon_client.protocol.attachments",

@@ -22,6 +22,9 @@ from typing import TypeAlias
 WireFrame: TypeAlias = str | bytes
 """One data frame: ``str`` for a text frame, ``bytes`` for a binary frame's payload."""
 
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+"""Inbound frames larger than this are skipped, unless a client says otherwise (``max_frame_bytes``)."""
+
 TERMINAL_OPCODES = frozenset({0x01, 0x02, 0x03, 0x04, 0x05})
 """First bytes of terminal stream frames: Output, Input, Resize, Snapshot, Restore."""
 FILE_TRANSFER_OPCODES = frozenset({0x10, 0x11, 0x12})

@@ -8,24 +8,25 @@ events and history rows: ``{"agentId", "type", "seq", "epoch", "timestamp", "eve
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from daemon_client.protocol.codec import unstructure
-from daemon_client.protocol.timeline import (
-    SubscriptionError,
-    TimelineEntry,
-    TimelineEvent,
-    TimelineUpdate,
-    UnknownEvent,
-    UnknownItem,
-)
+
+if TYPE_CHECKING:
+    from daemon_client.protocol.timeline import TimelineEntry, TimelineUpdate
+
+_TIMELINE = "daemon_client.protocol.timeline"
 
 
 def model_json(value: Any) -> Any:
     """An attrs model (or a list of them) as JSON-ready data; anything else unchanged."""
-    if isinstance(value, UnknownItem | UnknownEvent):
+    # An unknown timeline item or event exists only once its module is imported: a listing of
+    # agents never imports the timeline models for this check.
+    timeline = sys.modules.get(_TIMELINE)
+    if timeline is not None and isinstance(value, timeline.UnknownItem | timeline.UnknownEvent):
         return dict(value.raw) or {"type": value.type}
     if attrs.has(type(value)):
         return unstructure(value)
@@ -39,6 +40,8 @@ def _without_none(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _event_json(update: TimelineUpdate) -> Any:
+    from daemon_client.protocol.timeline import SubscriptionError, TimelineEvent
+
     event = update.event
     if isinstance(event, SubscriptionError):
         return {"type": event.type, "error": event.error}

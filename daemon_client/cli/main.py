@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from daemon_client import __version__
 from daemon_client.cli.argtypes import seconds
-from daemon_client.cli.commands import GROUPS
+from daemon_client.cli.commands import COMMANDS, modules
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import INTERRUPTED, TERMINATED, USAGE, CliError, Terminated, classify, table_text
 from daemon_client.cli.logs import configured
@@ -85,7 +85,31 @@ def _remember(client: Client, notes: Notes) -> None:
         remember_server_id(client, notes)
 
 
-def build_parser() -> CliParser:
+_TOP_FLAGS = frozenset({"-v", "-vv", "-vvv", "--verbose", "-q", "--quiet"})
+_FULL_PARSER = frozenset({"-h", "--help", "--version", "completion"})  # they print the whole parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The top-level command ``argv`` runs, when only that command's parser is needed to parse
+    it; ``None`` when the whole parser is: ``--help`` anywhere, ``--version``, ``completion``
+    (it prints every command), no command, an unknown one, or a top-level option not known here
+    (an abbreviation)."""
+    if any(word in _FULL_PARSER for word in argv):
+        return None
+    words = iter(argv)
+    for word in words:
+        if word == "--trace":
+            next(words, None)
+        elif word.startswith("--trace=") or word in _TOP_FLAGS:
+            continue
+        else:
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> CliParser:
+    """The parser of every command, or of ``command`` alone (see :func:`command_of`): the same
+    options, help and errors for that command, without importing and building the others."""
     parser = CliParser(
         prog="daemon-client",
         description="Talk to a Paseo daemon: list and follow agents, run prompts, answer permissions.",
@@ -97,7 +121,7 @@ def build_parser() -> CliParser:
     )
     verbosity_args(parser, top_level=True)
     registry = Registry(parser, _connection_args)
-    for group in GROUPS:
+    for group in modules(command):
         group.register(registry)
     parser.set_defaults(top_parser=parser)
     return parser
@@ -128,7 +152,8 @@ def _execute(args: argparse.Namespace, ctx: CommandContext) -> int:
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the command; returns its exit status (``out`` replaces standard output, for tests)."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(command_of(words)).parse_args(words)
     notes = Notes(sys.stderr, quiet=args.quiet)
     ctx = CommandContext(args, Output(out or sys.stdout), notes, _client, on_connect=_remember)
     with configured(notes, args.verbose, args.quiet), handled():

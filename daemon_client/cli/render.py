@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, PermissionRequest
 from daemon_client.protocol.codec import unstructure
-from daemon_client.protocol.providers import ProviderSnapshot
-from daemon_client.protocol.workspaces import WorkspaceDescriptor
+
+if TYPE_CHECKING:  # each table imports only the models it is given
+    from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, PermissionRequest
+    from daemon_client.protocol.providers import ProviderSnapshot
+    from daemon_client.protocol.workspaces import WorkspaceDescriptor
 
 STATUS_MARKS = {"running": "▶", "idle": "·", "error": "✗", "initializing": "…", "closed": "■"}
 ASCII_MARKS = {"running": ">", "idle": ".", "error": "x", "initializing": "~", "closed": "#"}

@@ -32,11 +32,13 @@ def stored_host(value: str | None) -> Host | None:
     A value that can only be a label but names no stored host is a usage error."""
     if value is None:
         return None
-    from daemon_client.discovery.store import HostStore, HostStoreError, is_label
+    from daemon_client.discovery.profiles import is_label
 
     name = value.strip()
-    if not is_label(name):
+    if not is_label(name):  # an address: the store is not read (nor imported)
         return None
+    from daemon_client.discovery.store import HostStore, HostStoreError
+
     store = HostStore()
     try:
         hosts = store.load()

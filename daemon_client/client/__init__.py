@@ -1,7 +1,8 @@
-"""The composition root: :class:`Client` and :func:`connect` build and wire the layers of one
-client (``composition``), with the credentials plan (``credentials``) and the user-facing
-namespaces (``namespaces``). Importing this package imports the client machinery; the public
-names are re-exported by :mod:`daemon_client`.
+"""The composition root: :class:`Client` and :func:`connect` (``composition``) build and wire
+the layers of one client (``assembly``), with the credentials plan (``credentials``) and the
+user-facing namespaces (``namespaces``). Importing this package imports the ``Client`` class
+only; the client machinery (connection, codec, transport, websocket-client) is imported when
+the first client is built. The public names are re-exported by :mod:`daemon_client`.
 """
 
 from __future__ import annotations

@@ -8,47 +8,20 @@ thread, not the callback thread). Callbacks run on the callback thread chosen by
 
 from __future__ import annotations
 
-import functools
-import logging
-import os
-import ssl
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from daemon_client.client.credentials import check_auth_header
-from daemon_client.client.dialing import PROBE_TIMEOUT, connect_limit, plan_dialing, probe_lazily, traced_routes
-from daemon_client.client.namespaces import Namespaces
-from daemon_client.client.switches import ConnectionListener, ConnectionSwitches
-from daemon_client.config import (
-    DEFAULT_APP_VERSION,
-    TRACE_ENV,
-    Heartbeat,
-    ReconnectPolicy,
-    check_app_version,
-)
-from daemon_client.discovery import RelayTarget, Resolution
-from daemon_client.protocol.codec import structure
-from daemon_client.protocol.hosts import HostKind
-from daemon_client.protocol.models import ServerInfo, SessionPong
-from daemon_client.runtime.affinity import check_cpu
-from daemon_client.runtime.connection import Connection, ConnectionOptions
-from daemon_client.runtime.context import ClientContext
-from daemon_client.runtime.dispatch import CallbackExecutor, Dispatcher, next_name
-from daemon_client.runtime.flow_limits import FlowControl
-from daemon_client.runtime.pushes import PushHandler, PushRegistry
-from daemon_client.runtime.requests import RequestTable
-from daemon_client.runtime.timers import TimerThread
-from daemon_client.state import ConnectionState, StateListener
-from daemon_client.transport.base import DEFAULT_MAX_FRAME_BYTES, Transport
-from daemon_client.transport.proxy import ProxySetting, proxy_policy
-from daemon_client.transport.websocket import WebSocketTransport
+from daemon_client._wire import DEFAULT_MAX_FRAME_BYTES
+from daemon_client.config import DEFAULT_APP_VERSION
+from daemon_client.state import ConnectionState
 
-if TYPE_CHECKING:  # the relay, the wire trace and random (reconnects) are imported only when a client uses them
+if TYPE_CHECKING:  # the layers are imported by the first client built (daemon_client.client.assembly)
+    import logging
     import random
+    import ssl
+    from concurrent.futures import Future
 
     from daemon_client.api.agents.namespace import AgentsNamespace
     from daemon_client.api.daemon_config import ConfigNamespace
@@ -56,10 +29,21 @@ if TYPE_CHECKING:  # the relay, the wire trace and random (reconnects) are impor
     from daemon_client.api.providers.namespace import ProvidersNamespace
     from daemon_client.api.terminals.namespace import TerminalsNamespace
     from daemon_client.api.workspaces.namespace import WorkspacesNamespace
+    from daemon_client.client.switches import ConnectionListener
+    from daemon_client.config import Heartbeat, ReconnectPolicy
+    from daemon_client.discovery import RelayTarget, Resolution
     from daemon_client.discovery.profiles import Host, HostConnection
+    from daemon_client.protocol.hosts import HostKind
+    from daemon_client.protocol.models import ServerInfo, SessionPong
+    from daemon_client.runtime.dispatch import CallbackExecutor
+    from daemon_client.runtime.flow_limits import FlowControl
+    from daemon_client.runtime.pushes import PushHandler
+    from daemon_client.state import StateListener
     from daemon_client.subscriptions.flow import ClientStats
+    from daemon_client.transport.base import Transport
+    from daemon_client.transport.proxy import ProxySetting
     from daemon_client.transport.relay import RelayStats
-    from daemon_client.transport.trace import TraceTarget, WireTrace
+    from daemon_client.transport.trace import TraceTarget
 
 
 class Client:
@@ -165,110 +149,51 @@ class Client:
     ) -> None:
         if connect_timeout <= 0 or request_timeout <= 0:
             raise ValueError("timeouts must be > 0")
-        thread_cpu = check_cpu(thread_cpu)
-        if isinstance(max_frame_bytes, bool) or not isinstance(max_frame_bytes, int) or max_frame_bytes < 4096:
-            raise ValueError(f"max_frame_bytes must be an integer of at least 4096, got {max_frame_bytes!r}")
-        self._log = logger or logging.getLogger("daemon_client")
-        warning = check_app_version(app_version)
-        if warning:
-            self._log.warning("%s", warning)
-        self._name = next_name("daemon-client")
-        proxies = proxy_policy(proxy)
-        auth_header = check_auth_header(auth_header)
-        factory: Callable[[], Transport] = transport_factory or WebSocketTransport
-        probe_options: dict[str, Any] = {
-            "make_client": Client,
-            "password": password,
-            "transport_factory": transport_factory,
-            "ssl_context": ssl_context,
-            "auth_header": auth_header,
-            "allow_insecure_credentials": allow_insecure_credentials,
-            "app_version": app_version,
-            "max_frame_bytes": max_frame_bytes,
-            "proxy": proxy,
-        }
-        dialing = plan_dialing(
+        # The connection machinery is imported with the first client, not with the class.
+        from daemon_client.client.assembly import assemble
+
+        parts = assemble(
+            Client,
             url,
             password=password,
-            transport_factory=factory,
-            ssl_context=ssl_context,
-            auth_header=auth_header,
-            allow_insecure_credentials=allow_insecure_credentials,
-            logger=self._log,
-            prober=functools.partial(probe_lazily, **probe_options),
-            probe_timeout=min(connect_timeout, PROBE_TIMEOUT),
-        )
-        self._dialing = dialing
-        self._connect_limit = connect_limit(dialing, connect_timeout)  # a host's: a whole round
-        self._targets = dialing.targets
-        password = dialing.password
-        self._client_id = client_id or f"daemon-client-{uuid.uuid4()}"
-        self._request_timeout = request_timeout
-        self._dispatcher = Dispatcher(
-            name=f"{self._name}-dispatch",
-            executor=callback_executor,
-            on_error=on_callback_error,
-            strict=strict,
-            logger=self._log.getChild("dispatch"),
-            flow_control=flow_control,
-            thread_cpu=thread_cpu,
-        )
-        self._timers = TimerThread(f"{self._name}-timer", thread_cpu=thread_cpu)
-        self._requests = RequestTable(self._timers, self._dispatcher.post_or_run_now)
-        self._pushes = PushRegistry(self._dispatcher.post_in_order, self._dispatcher.backlog)
-        if password and auth_header:
-            self._log.debug("a password is set: auth_header is not sent")
-        self._trace: WireTrace | None = None
-        routes = dialing.routes
-        if trace is not None or os.environ.get(TRACE_ENV):
-            from daemon_client.transport.trace import open_trace
-
-            self._trace = open_trace(  # last: it starts a writer thread
-                trace, secrets=dialing.secrets, binary_payloads=trace_binary
-            )
-        first = dialing.route
-        factory = first.transport_factory
-        if self._trace is not None:
-            factory = self._trace.wrap(factory)
-            routes = traced_routes(dialing, self._trace.wrap)
-        options = ConnectionOptions(
-            targets=self._targets,
-            client_id=self._client_id,
+            client_id=client_id,
             app_version=app_version,
-            password=first.password,
             connect_timeout=connect_timeout,
-            reconnect=reconnect or ReconnectPolicy(),
-            heartbeat=heartbeat or Heartbeat(),
-            transport_factory=factory,
+            request_timeout=request_timeout,
+            reconnect=reconnect,
+            heartbeat=heartbeat,
+            callback_executor=callback_executor,
+            flow_control=flow_control,
+            on_callback_error=on_callback_error,
+            strict=strict,
+            transport_factory=transport_factory,
             ssl_context=ssl_context,
             max_frame_bytes=max_frame_bytes,
+            logger=logger,
             rng=rng,
             auth_header=auth_header,
-            insecure_refusal=first.insecure_refusal,
+            allow_insecure_credentials=allow_insecure_credentials,
+            trace=trace,
+            trace_binary=trace_binary,
             thread_cpu=thread_cpu,
-            proxy=proxies,
-            routes=routes,
+            proxy=proxy,
         )
-        self._connection = Connection(
-            options,
-            requests=self._requests,
-            dispatcher=self._dispatcher,
-            timers=self._timers,
-            on_push=self._pushes.route,
-            name=self._name,
-            logger=self._log.getChild("connection"),
-        )
-        self._context = ClientContext(
-            connection=self._connection,
-            requests=self._requests,
-            dispatcher=self._dispatcher,
-            pushes=self._pushes,
-            request_timeout=request_timeout,
-        )
-        self._namespaces = Namespaces(self._context, self._connection, self._pushes)
-        reset = self._connection.reset_transport
-        self._switches = ConnectionSwitches(self._targets, self._dispatcher.post_in_order, self._timers, reset,
-                                            name=self._name, logger=self._log)  # fmt: skip
+        self._log = parts.log
+        self._name = parts.name
+        self._dialing = parts.dialing
+        self._connect_limit = parts.connect_limit
+        self._targets = parts.dialing.targets
+        self._client_id = parts.client_id
+        self._request_timeout = request_timeout
+        self._dispatcher = parts.dispatcher
+        self._timers = parts.timers
+        self._requests = parts.requests
+        self._pushes = parts.pushes
+        self._trace = parts.trace
+        self._connection = parts.connection
+        self._context = parts.context
+        self._namespaces = parts.namespaces
+        self._switches = parts.switches
 
     @property
     def agents(self) -> AgentsNamespace:
@@ -469,6 +394,9 @@ class Client:
 
     def ping(self, timeout: float = 5.0) -> SessionPong:
         """Measure the round trip with a session ``ping``; ``round_trip`` is in seconds."""
+        from daemon_client.protocol.codec import structure
+        from daemon_client.protocol.models import SessionPong
+
         started = time.monotonic()
         payload = self.request({"type": "ping", "clientSentAt": int(time.time() * 1000)}, timeout=timeout)
         pong = structure(payload, SessionPong)

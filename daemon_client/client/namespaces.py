@@ -123,7 +123,7 @@ class Namespaces:
         def build() -> AgentsNamespace:
             from daemon_client.api.agents.namespace import AGENTS, AgentsNamespace
 
-            return AgentsNamespace(self._context, self._directory(AGENTS), self.timelines())
+            return AgentsNamespace(self._context, self._directory(AGENTS), self.timelines)
 
         return self._get("agents", build)
 

@@ -235,6 +235,15 @@ class Host:
         return f"Host({self.label!r}, server_id={self.server_id!r}, connections=[{ids}])"
 
 
+def is_label(value: str) -> bool:
+    """Whether ``value`` may be a host's label (a label never looks like an address)."""
+    try:
+        Host(value, (HostConnection("127.0.0.1:1"),))
+    except ValueError:
+        return False
+    return True
+
+
 def host_of(value: Host | Sequence[HostConnection | Address]) -> Host:
     """Internal helper for callers that take a host or a list of connections."""
     return value if isinstance(value, Host) else Host("host", value)

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import attrs
 
 from daemon_client.discovery.hosts import redact_address
-from daemon_client.discovery.profiles import Address, Host, HostConnection
+from daemon_client.discovery.profiles import Address, Host, HostConnection, is_label
 from daemon_client.discovery.store_file import (
     HostStoreError,
     default_path,
@@ -39,7 +39,16 @@ from daemon_client.discovery.store_file import (
     replace_atomically,
 )
 
-__all__ = ["HostConflict", "HostStore", "HostStoreError", "Merge", "StoredHosts", "UnknownHost", "default_path"]
+__all__ = [
+    "HostConflict",
+    "HostStore",
+    "HostStoreError",
+    "Merge",
+    "StoredHosts",
+    "UnknownHost",
+    "default_path",
+    "is_label",
+]
 
 _log = logging.getLogger("daemon_client.hosts.store")
 T = TypeVar("T")
@@ -72,18 +81,6 @@ class Merge:
     """``new host``, ``added``, ``updated`` (same id, other credentials), or ``unchanged``."""
     by: str
     """``serverId`` (found by the daemon's ``serverId``), ``label``, or ``new``."""
-
-
-def is_label(value: str) -> bool:
-    """Whether ``value`` may be a host's label (a label never looks like an address)."""
-    try:
-        Host(value, (_PLACEHOLDER,))
-    except ValueError:
-        return False
-    return True
-
-
-_PLACEHOLDER = HostConnection("127.0.0.1:1")
 
 
 def _text(table: Mapping[str, Any], key: str, where: str) -> str | None:

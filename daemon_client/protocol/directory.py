@@ -1,5 +1,7 @@
 """Directory queries and results: filters, sort, paging, list results and update messages
-of the agent and workspace directories (protocol.md 4.1-4.3, 4.8).
+of the agent directory, and what the workspace directory shares with it (protocol.md 4.1-4.3,
+4.8); the workspace directory's own are in :mod:`daemon_client.protocol.workspace_directory`
+(a listing of agents never creates the workspace models).
 
 Query objects validate themselves on construction (``ValueError`` before anything is
 sent) and render their wire form. Parsers turn reply and update payloads into models;
@@ -17,16 +19,15 @@ from daemon_client.errors import ProtocolError
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot, ProjectPlacement
 from daemon_client.protocol.codec import structure
 from daemon_client.protocol.lenient import structure_each, structure_optional, unknown_fields
-from daemon_client.protocol.workspaces import WorkspaceDescriptor, WorkspaceProjectDescriptor
 
 P = TypeVar("P")
 
 MAX_PAGE_LIMIT = 200
 AGENT_SORT_KEYS = frozenset({"status_priority", "created_at", "updated_at", "title"})
-WORKSPACE_SORT_KEYS = frozenset({"status_priority", "activity_at", "name", "project_id"})
 
 
-def _drop_none(fields: Mapping[str, Any]) -> dict[str, Any]:
+def drop_none(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` without the ``None`` values (a query's wire form)."""
     return {key: value for key, value in fields.items() if value is not None}
 
 
@@ -46,7 +47,7 @@ class Page:
             raise ValueError("page cursor must be a non-empty string (a nextCursor from an earlier page)")
 
     def to_wire(self) -> dict[str, Any]:
-        return _drop_none({"limit": self.limit, "cursor": self.cursor})
+        return drop_none({"limit": self.limit, "cursor": self.cursor})
 
 
 @attrs.frozen
@@ -93,7 +94,7 @@ class AgentFilter:
     include_background: bool | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return _drop_none(
+        return drop_none(
             {
                 "labels": dict(self.labels) if self.labels is not None else None,
                 "projectKeys": list(self.project_keys) if self.project_keys is not None else None,
@@ -101,28 +102,6 @@ class AgentFilter:
                 "includeArchived": self.include_archived,
                 "requiresAttention": self.requires_attention,
                 "thinkingOptionId": self.thinking_option_id,
-                "includeInternal": self.include_internal,
-                "includeBackground": self.include_background,
-            }
-        )
-
-
-@attrs.frozen
-class WorkspaceFilter:
-    """Which workspaces a directory read or observation covers."""
-
-    query: str | None = None
-    project_id: str | None = None
-    id_prefix: str | None = None
-    include_internal: bool | None = None
-    include_background: bool | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        return _drop_none(
-            {
-                "query": self.query,
-                "projectId": self.project_id,
-                "idPrefix": self.id_prefix,
                 "includeInternal": self.include_internal,
                 "includeBackground": self.include_background,
             }
@@ -156,18 +135,6 @@ class AgentListResult:
 
 
 @attrs.frozen
-class WorkspaceListResult:
-    """A page of the workspace directory; with ``subscribe`` also the live observation."""
-
-    entries: tuple[WorkspaceDescriptor, ...]
-    page_info: PageInfo = PageInfo()
-    empty_projects: tuple[WorkspaceProjectDescriptor, ...] = ()
-    subscription_id: str | None = None
-    subscription: Any = attrs.field(default=None, repr=False, eq=False)
-    sync: Mapping[str, Any] | None = None
-
-
-@attrs.frozen
 class AgentUpdate:
     """``agent_update`` payload: ``kind`` is ``"upsert"`` (``agent`` set) or ``"remove"``."""
 
@@ -182,21 +149,6 @@ class AgentUpdate:
 
 
 @attrs.frozen
-class WorkspaceUpdate:
-    """``workspace_update`` payload: ``kind`` is ``"upsert"`` (``workspace`` set) or ``"remove"``."""
-
-    kind: str
-    workspace_id: str
-    workspace: WorkspaceDescriptor | None = None
-    empty_project: WorkspaceProjectDescriptor | None = None
-    removed_project_id: str | None = None
-    subscription_id: str | None = None
-    generation: Any = None
-    seq: int | None = None
-    extra_fields: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
-
-
-@attrs.frozen
 class DirectoryMessage(Generic[P]):
     """A whole update message as delivered to ``update`` callbacks: ``type`` and typed ``payload``."""
 
@@ -204,7 +156,7 @@ class DirectoryMessage(Generic[P]):
     payload: P
 
 
-def _items(payload: Mapping[str, Any], key: str) -> list[Any]:
+def list_at(payload: Mapping[str, Any], key: str) -> list[Any]:
     """``payload[key]`` as a list (absent or null: empty); ``ProtocolError`` for anything else."""
     value = payload.get(key)
     if value is None:
@@ -214,16 +166,18 @@ def _items(payload: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _optional(payload: Mapping[str, Any], key: str, cls: type[P]) -> P | None:
+def optional_at(payload: Mapping[str, Any], key: str, cls: type[P]) -> P | None:
     """The object at ``key``, or ``None`` (absent, not an object, or without its identity)."""
     return structure_optional(payload.get(key), cls, key)
 
 
-def _page_info(payload: Mapping[str, Any]) -> PageInfo:
-    return _optional(payload, "pageInfo", PageInfo) or PageInfo()
+def page_info_of(payload: Mapping[str, Any]) -> PageInfo:
+    """The reply's ``pageInfo`` (an empty one when absent)."""
+    return optional_at(payload, "pageInfo", PageInfo) or PageInfo()
 
 
-def _sync(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def sync_of(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The reply's ``sync`` object, if any."""
     value = payload.get("sync")
     return value if isinstance(value, Mapping) else None
 
@@ -231,58 +185,40 @@ def _sync(payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def parse_agent_list(payload: Mapping[str, Any]) -> AgentListResult:
     """``fetch_agents_response`` payload → :class:`AgentListResult` (no subscription attached)."""
     return AgentListResult(
-        entries=structure_each(_items(payload, "entries"), AgentEntry, "entries"),
-        page_info=_page_info(payload),
-        sync=_sync(payload),
+        entries=structure_each(list_at(payload, "entries"), AgentEntry, "entries"),
+        page_info=page_info_of(payload),
+        sync=sync_of(payload),
     )
 
 
-def parse_workspace_list(payload: Mapping[str, Any]) -> WorkspaceListResult:
-    """``fetch_workspaces_response`` payload → :class:`WorkspaceListResult`."""
-    return WorkspaceListResult(
-        entries=structure_each(_items(payload, "entries"), WorkspaceDescriptor, "entries"),
-        page_info=_page_info(payload),
-        empty_projects=structure_each(_items(payload, "emptyProjects"), WorkspaceProjectDescriptor, "emptyProjects"),
-        sync=_sync(payload),
-    )
-
-
-def _seq(payload: Mapping[str, Any]) -> int | None:
+def seq_of(payload: Mapping[str, Any]) -> int | None:
+    """The update's integer ``seq``, if any."""
     seq = payload.get("seq")
     return seq if isinstance(seq, int) and not isinstance(seq, bool) else None
 
 
-def _entry(payload: Mapping[str, Any], key: str, cls: type[P]) -> P | None:
+def entry_at(payload: Mapping[str, Any], key: str, cls: type[P]) -> P | None:
     """The updated object at ``key``: ``None`` when absent; :class:`ProtocolError` when it has
     no usable identity (the update cannot be applied, so it is skipped)."""
     value = payload.get(key)
     return structure(value, cls) if isinstance(value, Mapping) else None
 
 
-def _text(payload: Mapping[str, Any], key: str) -> str | None:
+def text_at(payload: Mapping[str, Any], key: str) -> str | None:
+    """``payload[key]`` when it is a string."""
     value = payload.get(key)
     return value if isinstance(value, str) else None
 
 
 _AGENT_UPDATE_KEYS = ("kind", "agentId", "agent", "project", "subscriptionId", "generation", "seq")
-_WORKSPACE_UPDATE_KEYS = (
-    "kind",
-    "id",
-    "workspace",
-    "emptyProject",
-    "removedProjectId",
-    "subscriptionId",
-    "generation",
-    "seq",
-)
 
 
 def parse_agent_update(payload: Mapping[str, Any]) -> DirectoryMessage[AgentUpdate]:
     """``agent_update`` payload → the typed message handed to ``update`` callbacks."""
-    agent = _entry(payload, "agent", AgentSnapshot)
+    agent = entry_at(payload, "agent", AgentSnapshot)
     agent_id = agent.id if agent is not None else str(payload.get("agentId") or "")
     project = payload.get("project")
-    placement = _optional(payload, "project", ProjectPlacement)
+    placement = optional_at(payload, "project", ProjectPlacement)
     extra = unknown_fields(payload, _AGENT_UPDATE_KEYS)
     if placement is None and project is not None:
         extra["project"] = project
@@ -291,32 +227,9 @@ def parse_agent_update(payload: Mapping[str, Any]) -> DirectoryMessage[AgentUpda
         agent_id=agent_id,
         agent=agent,
         project=placement,
-        subscription_id=_text(payload, "subscriptionId"),
+        subscription_id=text_at(payload, "subscriptionId"),
         generation=payload.get("generation"),
-        seq=_seq(payload),
+        seq=seq_of(payload),
         extra_fields=extra,
     )
     return DirectoryMessage("agent_update", update)
-
-
-def parse_workspace_update(payload: Mapping[str, Any]) -> DirectoryMessage[WorkspaceUpdate]:
-    """``workspace_update`` payload → the typed message handed to ``update`` callbacks."""
-    workspace = _entry(payload, "workspace", WorkspaceDescriptor)
-    workspace_id = workspace.id if workspace is not None else str(payload.get("id") or "")
-    empty = payload.get("emptyProject")
-    empty_project = _optional(payload, "emptyProject", WorkspaceProjectDescriptor)
-    extra = unknown_fields(payload, _WORKSPACE_UPDATE_KEYS)
-    if empty_project is None and empty is not None:
-        extra["emptyProject"] = empty
-    update = WorkspaceUpdate(
-        kind=str(payload.get("kind") or ""),
-        workspace_id=workspace_id,
-        workspace=workspace,
-        empty_project=empty_project,
-        removed_project_id=_text(payload, "removedProjectId"),
-        subscription_id=_text(payload, "subscriptionId"),
-        generation=payload.get("generation"),
-        seq=_seq(payload),
-        extra_fields=extra,
-    )
-    return DirectoryMessage("workspace_update", update)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from daemon_client._wire import DEFAULT_MAX_FRAME_BYTES
 from daemon_client.transport.base import (
-    DEFAULT_MAX_FRAME_BYTES,
     ConnectParams,
     FrameRejected,
     Transport,

@@ -16,10 +16,8 @@ from typing import Any, Protocol
 
 import attrs
 
-from daemon_client._wire import WireFrame
+from daemon_client._wire import DEFAULT_MAX_FRAME_BYTES, WireFrame
 from daemon_client.errors import DaemonClientError
-
-DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 
 
 class TransportError(Exception):

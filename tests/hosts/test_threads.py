@@ -120,7 +120,7 @@ def test_connect_default_bound_covers_a_whole_round(
     def silent(connection: dc.HostConnection, _timeout: float, _on_cancel: object, **_options: object) -> Probe:
         return Probe(connection, False, error="silent")
 
-    monkeypatch.setattr("daemon_client.client.composition.probe_lazily", silent)
+    monkeypatch.setattr("daemon_client.client.assembly.probe_lazily", silent)
     fake = fakes(server_id="srv-a")
     holes = [black_hole(str(i)) for i in range(7)]
     client = host_client(dc.Host("laptop", [*holes, fake.serve()]), connect_timeout=1.0)

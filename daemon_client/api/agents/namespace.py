@@ -7,13 +7,12 @@ observations (see :mod:`daemon_client.subscriptions.directory`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from daemon_client.api.agents.create import AgentConfig, build_create_message, created_agent, parent_agent_id
-from daemon_client.api.agents.handle import AgentHandle
 from daemon_client.api.agents.reads import fetch_agent
 from daemon_client.api.common.directory_namespace import DirectoryNamespace, HandleUpdate, SubscribeArg
 from daemon_client.protocol.agents import AgentEntry, AgentSnapshot
@@ -32,7 +31,10 @@ from daemon_client.protocol.directory import (
 from daemon_client.protocol.requests import agents as agents_requests
 from daemon_client.runtime.context import ClientContext
 from daemon_client.subscriptions.directory import DirectoryFamily, DirectoryManager, DirectoryObservation
-from daemon_client.subscriptions.timeline import TimelineManager
+
+if TYPE_CHECKING:  # handles (their controls and timelines) are imported with the first handle
+    from daemon_client.api.agents.handle import AgentHandle
+    from daemon_client.subscriptions.timeline import TimelineManager
 
 AgentMessage = DirectoryMessage[AgentUpdate]
 AgentObservation = DirectoryObservation[AgentListResult]
@@ -62,14 +64,15 @@ AGENTS = DirectoryFamily[AgentListResult, AgentMessage, AgentEntry](
 )
 
 
-class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEntry, AgentHandle]):
-    """``client.agents``."""
+class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEntry, "AgentHandle"]):
+    """``client.agents``. ``timelines`` returns the client's timeline manager, built when the
+    first handle needs it (a listing never builds it)."""
 
     def __init__(
         self,
         context: ClientContext,
         manager: DirectoryManager[AgentListResult, AgentMessage, AgentEntry],
-        timelines: TimelineManager,
+        timelines: Callable[[], TimelineManager],
     ) -> None:
         super().__init__(context, manager)
         self._timelines = timelines
@@ -174,7 +177,9 @@ class AgentsNamespace(DirectoryNamespace[AgentListResult, AgentMessage, AgentEnt
         return self._ref(snapshot.id if snapshot is not None else str(agent), snapshot)
 
     def _new_handle(self, item_id: str, known: AgentEntry | None, snapshot: AgentSnapshot | None) -> AgentHandle:
-        handle = AgentHandle(self._context, self._timelines, item_id, snapshot or (known.agent if known else None))
+        from daemon_client.api.agents.handle import AgentHandle
+
+        handle = AgentHandle(self._context, self._timelines(), item_id, snapshot or (known.agent if known else None))
         if known is not None and known.project is not None:
             handle.note_project(known.project)
         return handle

@@ -22,19 +22,16 @@ from daemon_client.api.workspaces.worktrees import WORKTREE_REFUSAL, archive_wor
 from daemon_client.errors import ProtocolError, check_reply, error_in_reply
 from daemon_client.protocol.attachments import Attachment
 from daemon_client.protocol.codec import structure
-from daemon_client.protocol.directory import (
+from daemon_client.protocol.directory import DirectoryMessage, Page, SortLike, sort_to_wire
+from daemon_client.protocol.requests import workspaces as workspaces_requests
+from daemon_client.protocol.workspace_directory import (
     WORKSPACE_SORT_KEYS,
-    DirectoryMessage,
-    Page,
-    SortLike,
     WorkspaceFilter,
     WorkspaceListResult,
     WorkspaceUpdate,
     parse_workspace_list,
     parse_workspace_update,
-    sort_to_wire,
 )
-from daemon_client.protocol.requests import workspaces as workspaces_requests
 from daemon_client.protocol.workspace_labels import WorkspaceLabelAssignment, WorkspaceLabelCatalog
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
 from daemon_client.protocol.worktrees import Worktree, WorktreeArchive, WorktreeCheckout, WorktreeInfo

@@ -9,16 +9,19 @@ callback thread, so updates queued behind it are applied afterwards and in order
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from daemon_client.cli.context import CommandContext
 from daemon_client.cli.exit_codes import OK, USAGE, CliError
 from daemon_client.cli.json_render import model_json
-from daemon_client.cli.live import LiveAgents
 from daemon_client.cli.render import agents_table, marks_for, unicode_marks_text
-from daemon_client.client import Client
 from daemon_client.errors import DaemonClientError
-from daemon_client.protocol.agents import AgentEntry
-from daemon_client.protocol.directory import MAX_PAGE_LIMIT, AgentFilter, AgentListResult, Page
+from daemon_client.protocol.directory import MAX_PAGE_LIMIT, AgentFilter, Page
+
+if TYPE_CHECKING:
+    from daemon_client.client import Client
+    from daemon_client.protocol.agents import AgentEntry
+    from daemon_client.protocol.directory import AgentListResult
 
 
 def agent_filter(args: argparse.Namespace) -> AgentFilter | None:
@@ -66,6 +69,8 @@ def run(args: argparse.Namespace, ctx: CommandContext) -> int:
         else:
             ctx.out.line(agents_table(entries, marks))
         return OK
+    from daemon_client.cli.live import LiveAgents  # only --watch: a listing never imports the live view
+
     follow = ctx.follow()
     follow.watch(client)
     live = LiveAgents(ctx.out, line_mode=True, json_lines=ctx.json, marks=marks)

@@ -17,14 +17,9 @@ from daemon_client.cli.json_render import model_json
 from daemon_client.cli.render import providers_table, table, workspaces_table
 from daemon_client.client import Client
 from daemon_client.errors import DaemonClientError
-from daemon_client.protocol.directory import (
-    MAX_PAGE_LIMIT,
-    DirectoryMessage,
-    Page,
-    WorkspaceListResult,
-    WorkspaceUpdate,
-)
+from daemon_client.protocol.directory import MAX_PAGE_LIMIT, DirectoryMessage, Page
 from daemon_client.protocol.projects import ProjectUpdate
+from daemon_client.protocol.workspace_directory import WorkspaceListResult, WorkspaceUpdate
 from daemon_client.protocol.workspaces import WorkspaceDescriptor
 from daemon_client.protocol.worktrees import Worktree, WorktreeCheckout
 

@@ -13,7 +13,7 @@ import pytest
 import daemon_client as dc
 from daemon_client.api.workspaces.worktrees import WORKTREE_REFUSAL
 from daemon_client.protocol import decode_frame, structure
-from daemon_client.protocol.directory import parse_workspace_list, parse_workspace_update
+from daemon_client.protocol.workspace_directory import parse_workspace_list, parse_workspace_update
 from daemon_client.protocol.worktrees import WorktreeArchive, WorktreeInfo, create_message
 from daemon_client.testing import FakeDaemon
 
