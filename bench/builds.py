@@ -23,6 +23,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPILED_PYTHON = "DAEMON_CLIENT_COMPILED_PYTHON"
+BENCH_DATA = ("tests/fixtures/paseo-0.1.65",)
+"""Folders of the source tree the measures read (the typed parse's real directory page), copied
+beside the ``bench`` package for a build measured outside the tree."""
 
 
 def running_build() -> str:
@@ -58,6 +61,8 @@ def run_builds(builds: Sequence[str], size_flags: list[str], compiled_python: st
                     sys.exit(f"python -m bench --build {build}: give --compiled-python (or ${COMPILED_PYTHON})")
                 cwd = Path(work) / "compiled"
                 shutil.copytree(ROOT / "bench", cwd / "bench", ignore=shutil.ignore_patterns("results", "__pycache__"))
+                for data in BENCH_DATA:  # what the measures read from the source tree
+                    shutil.copytree(ROOT / data, cwd / data)
                 path = str(cwd)
             env = {**os.environ, "PYTHONPATH": path}
             command = [python, "-m", "bench", *size_flags, "--expect-build", build, "--json", str(out)]

@@ -71,6 +71,7 @@ def _timeline_server(
     server_info: bytes = SERVER_INFO,
     prepare: Iterable[int] = (),
     prepare_raw: bool = False,
+    encoded: dict[str, bytes] | None = None,
 ) -> LoopbackServer:
     """Acknowledges timeline subscriptions; on ``start`` blasts ``count`` frames spread
     over the first ``agents`` subscriptions (raw clients get untagged frames). With
@@ -80,9 +81,10 @@ def _timeline_server(
 
     Frames are encoded once per set of subscriptions and kept; ``prepare`` names the numbers of
     subscriptions clients will hold, whose frames are encoded at once, outside any measured run
-    (and the raw clients' with ``prepare_raw``); others are encoded by the first run needing them."""
+    (and the raw clients' with ``prepare_raw``); others are encoded by the first run needing them.
+    ``encoded``: frames encoded beforehand, by the same keys (see :mod:`bench.instructions`)."""
     subscriptions: dict[int, list[str]] = {}  # per connection
-    blobs: dict[str, bytes] = {}
+    blobs: dict[str, bytes] = dict(encoded or {})  # by subscription IDs joined with ",", or "raw"
 
     def blob(mine: list[str]) -> bytes:
         targets = tuple(mine if per_subscription else mine[:agents])
