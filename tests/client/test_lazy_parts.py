@@ -7,9 +7,8 @@ as the interpreter allows; they all get the same object.
 
 from __future__ import annotations
 
-import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,16 +17,6 @@ import daemon_client as dc
 from daemon_client import Client
 
 THREADS = 16
-
-
-@pytest.fixture
-def switching() -> Iterator[None]:
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
 
 
 def _at_once(touch: Callable[[], Any]) -> list[Any]:
@@ -51,7 +40,7 @@ def _at_once(touch: Callable[[], Any]) -> list[Any]:
     return got
 
 
-@pytest.mark.usefixtures("switching")
+@pytest.mark.usefixtures("fast_switching")
 def test_sixteen_threads_get_one_namespace_one_handle_and_one_timeline_manager() -> None:
     for _ in range(5):
         client = Client("ws://127.0.0.1:9/ws", connect_timeout=1.0)
@@ -67,7 +56,7 @@ def test_sixteen_threads_get_one_namespace_one_handle_and_one_timeline_manager()
             client.close()
 
 
-@pytest.mark.usefixtures("switching")
+@pytest.mark.usefixtures("fast_switching")
 def test_sixteen_threads_get_one_value_of_a_lazy_package_name(monkeypatch: pytest.MonkeyPatch) -> None:
     from daemon_client.api.agents.handle import AgentHandle
 
