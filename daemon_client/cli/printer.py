@@ -13,18 +13,14 @@ import threading
 
 from daemon_client.cli.json_render import update_json
 from daemon_client.cli.output import TextJoiner, Writer, json_text
+from daemon_client.protocol.event_text import event_line
 from daemon_client.protocol.timeline import (
     AssistantMessage,
-    Replacement,
     SubscriptionError,
-    SubscriptionRestored,
     TimelineEvent,
     TimelineUpdate,
     ToolCall,
-    TurnCanceled,
     TurnCompleted,
-    TurnFailed,
-    TurnStarted,
 )
 
 
@@ -72,21 +68,12 @@ class MessagePrinter:
                 self._line(f"> {getattr(item, 'text', '')}")
             elif item.type != "reasoning":
                 self._close_message()
-        elif isinstance(event, TurnStarted):
-            self._line("-- turn started")
-        elif isinstance(event, TurnCompleted):
-            self.turns_completed += 1
-            self._line("-- turn completed")
-        elif isinstance(event, TurnFailed):
-            self._line(f"-- turn failed: {event.error}")
-        elif isinstance(event, TurnCanceled):
-            self._line(f"-- turn canceled: {event.reason}")
-        elif isinstance(event, SubscriptionRestored):
-            self._line("-- reconnected")
-        elif isinstance(event, Replacement):
-            self._line(f"-- history replaced (epoch {event.epoch})")
-        elif isinstance(event, SubscriptionError):
-            return
+        else:
+            line = event_line(event)
+            if line is not None:
+                if isinstance(event, TurnCompleted):
+                    self.turns_completed += 1
+                self._line(line)
 
 
 class JsonLinesPrinter:

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from daemon_client.protocol.event_text import event_line
 from daemon_client.protocol.timeline import (
     AssistantMessage,
     Lagged,
     PermissionRequested,
     PermissionResolved,
-    Replacement,
-    SubscriptionRestored,
     TimelineCursor,
     TimelineEvent,
     TimelinePage,
     TimelineUpdate,
     ToolCall,
-    TurnCanceled,
-    TurnCompleted,
-    TurnFailed,
     TurnStarted,
     UserMessage,
 )
@@ -104,27 +100,19 @@ class AgentFeed:
                 if line is None:
                     return False
                 self._add(line)
-        elif isinstance(event, TurnStarted):
-            self.turn_text = ""
-            self._add("-- turn started")
-        elif isinstance(event, TurnCompleted):
-            self._add("-- turn completed")
-        elif isinstance(event, TurnFailed):
-            self._add(f"-- turn failed: {event.error}")
-        elif isinstance(event, TurnCanceled):
-            self._add(f"-- turn canceled: {event.reason}")
         elif isinstance(event, PermissionRequested):
             self._add(f"?? permission requested: {event.request.title or event.request.name}")
         elif isinstance(event, PermissionResolved):
             self._add(f"-- permission {event.resolution.get('behavior', 'answered')}")
-        elif isinstance(event, SubscriptionRestored):
-            self._add("-- reconnected")
-        elif isinstance(event, Replacement):
-            self._add(f"-- history replaced (epoch {event.epoch})")
         elif isinstance(event, Lagged):
             self._add(f"-- {event.dropped} events skipped (the view lagged)")
         else:
-            return False
+            line = event_line(event)
+            if line is None:
+                return False
+            if isinstance(event, TurnStarted):
+                self.turn_text = ""
+            self._add(line)
         self.version += 1
         return True
 
