@@ -355,26 +355,32 @@ def test_handles_sharing_a_frame_each_get_it_even_when_one_handler_raises(setup,
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_frame_that_cannot_be_read_is_skipped_and_the_stream_goes_on(setup, kind: str, monkeypatch, caplog) -> None:
-    from daemon_client.subscriptions import timeline as timeline_module
+    # The field-by-field reader is replaced where the (compiled or pure) one-step parser looks it
+    # up, so the replacement takes effect in both builds; a message with an id takes that path.
+    from daemon_client.protocol import stream_payload
 
     fake, client, agent_id = setup(kind)
     seen = RecordingHandler[dc.TimelineUpdate]("seen")
     handle = client.agents.ref(agent_id).timeline.subscribe(seen)
     handle.ready.result(5)
-    real = timeline_module.parse_stream_payload
+    real = stream_payload.parse_stream_fields
+    attempts: list[str] = []
 
     def parse_or_fail(payload: Any, subscription_id: str | None) -> dc.TimelineUpdate:
-        if payload.get("event", {}).get("item", {}).get("text") == "unreadable":
+        text = payload.get("event", {}).get("item", {}).get("text")
+        attempts.append(text)
+        if text == "unreadable":
             raise ValueError("unreadable payload")
         return real(payload, subscription_id)
 
-    monkeypatch.setattr(timeline_module, "parse_stream_payload", parse_or_fail)
-    fake.timeline.append(agent_id, {"type": "reasoning", "text": "unreadable"})
-    fake.timeline.append(agent_id, {"type": "reasoning", "text": "fine"})
+    monkeypatch.setattr(stream_payload, "parse_stream_fields", parse_or_fail)
+    fake.timeline.append(agent_id, {"type": "assistant_message", "text": "unreadable", "messageId": "m-1"})
+    fake.timeline.append(agent_id, {"type": "assistant_message", "text": "fine", "messageId": "m-2"})
     assert [update.event.item.text for update in seen.wait_for(1)] == ["fine"]
     client.ping()
     assert client.flush_callbacks()
     assert len(seen) == 1
+    assert attempts == ["unreadable", "fine"]
     assert "unreadable agent_stream frame skipped: unreadable payload" in caplog.text
 
 
