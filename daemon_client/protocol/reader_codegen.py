@@ -12,9 +12,9 @@ fields it carried, and the model built in one step. The rule's outcomes (kept ra
 
 The model is built by setting its slots directly when its ``__init__`` is attrs' own and would
 only set them (no validators, converters, ``__attrs_pre_init__``/``__attrs_post_init__``): as
-an instance of a subclass that adds nothing and lets its slots be assigned (the model is
-frozen), which then becomes the model's own by ``__class__`` assignment (so the model lists
-such a subclass in ``__subclasses__()``), or through the slots' descriptors where that is refused.
+an instance of the model's assignable subclass (:mod:`daemon_client.protocol.assignable`), which
+becomes the model's own by ``__class__`` assignment, or through the slots' descriptors where
+that is refused.
 Otherwise it is built by calling the class with every argument, positionally, and through a
 keyword dict, as given, when its ``__init__`` takes other arguments than its fields or a
 default needs the instance. The instances are the same either way.
@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import attrs
+
+from daemon_client.protocol.assignable import assignable
 
 Reader = Callable[[Any, Any], Any]
 
@@ -127,32 +129,6 @@ def _takes_fields(cls: type[Any], fields: Sequence[attrs.Attribute[Any]]) -> boo
         and names[code.co_argcount : code.co_argcount + code.co_kwonlyargcount] == keywords
         and not code.co_flags & (0x04 | 0x08)  # no *args, no **kwargs
     )
-
-
-def _unfinished(cls: type[Any], fields: Sequence[attrs.Attribute[Any]]) -> type[Any] | None:
-    """A subclass of ``cls`` that adds nothing and lets its slots be set by plain assignment
-    (``cls`` is frozen): an object is built as one of these, then becomes a ``cls``
-    (``__class__`` assignment, allowed between layouts that are the same). ``None`` when
-    ``cls`` has a metaclass or a subclass hook, or when the assignment is refused."""
-    if type(cls) is not type or any("__init_subclass__" in vars(klass) for klass in cls.__mro__[:-1]):
-        return None
-    namespace = {
-        "__slots__": (),
-        "__setattr__": object.__setattr__,
-        "__delattr__": object.__delattr__,
-        "__module__": cls.__module__,
-        "__qualname__": f"{cls.__qualname__}.<being read>",
-        "__doc__": f"A {cls.__name__} while its reader sets its fields.",
-    }
-    unfinished = type(cls.__name__, (cls,), namespace)
-    probe: Any = object.__new__(unfinished)
-    try:
-        for field in fields:
-            setattr(probe, field.name, None)
-        probe.__class__ = cls
-    except (TypeError, AttributeError):
-        return None
-    return unfinished
 
 
 def _plain_slots(cls: type[Any], fields: Sequence[attrs.Attribute[Any]]) -> bool:
@@ -252,7 +228,7 @@ class _Source:
         self.namespace: dict[str, Any] = {**runtime, "_cls": plan.cls, "_new": object.__new__}
         self.namespace.update(_keep=_keep, _unknown=_unknown)
         self.lines: list[str] = []
-        self.unfinished = _unfinished(plan.cls, ordered) if self.mode == "slots" else None
+        self.unfinished = assignable(plan.cls) if self.mode == "slots" else None
         if self.unfinished is not None:
             self.namespace["_unfinished"] = self.unfinished
 
