@@ -37,6 +37,7 @@ def _unchanged(cls: Any) -> Any:
 
 COMPILED_MODULES: tuple[str, ...] = (
     "daemon_client._wire",
+    "daemon_client._brackets",
     "daemon_client.protocol.codec",
     "daemon_client.protocol.stream_payload",
     "daemon_client.protocol.terminal_frames",

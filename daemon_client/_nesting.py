@@ -8,8 +8,9 @@ so that no later walk ever sees a deeper value. :func:`check` applies the limit 
 already parsed.
 
 The cost on the frame path: a text holding no more ``{`` and ``[`` than the limit cannot nest
-deeper, which two ``str.count`` calls show; only a text with more brackets is walked (without
-recursion, one level at a time, stopping at the limit). Pure functions; any thread may call them.
+deeper, which :mod:`daemon_client._brackets` shows by finding them one at a time (stopping past
+the limit); only a text with more brackets is walked (without recursion, one level at a time,
+stopping at the limit). Pure functions; any thread may call them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+
+from daemon_client._brackets import few_brackets as _few_brackets
 
 MAX_DEPTH = 128
 """The deepest nesting of objects and arrays read from outside. Paseo's frames nest under 20."""
@@ -34,9 +37,7 @@ class NestingTooDeep(ValueError):
 
 def few_brackets(text: str | bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether ``text`` holds so few ``{`` and ``[`` that it cannot nest more than ``limit`` deep."""
-    if isinstance(text, str):
-        return text.count("{") + text.count("[") <= limit
-    return text.count(b"{") + text.count(b"[") <= limit
+    return _few_brackets(text, limit)
 
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:

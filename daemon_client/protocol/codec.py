@@ -21,6 +21,7 @@ import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from daemon_client import _nesting as nesting
+from daemon_client._brackets import few_brackets
 from daemon_client._nesting import MAX_DEPTH, is_depth_error, too_deep
 from daemon_client.errors import ProtocolError
 from daemon_client.protocol import lenient
@@ -151,7 +152,7 @@ def decode_frame(text: str) -> InboundFrame:
         obj = _with_lone_surrogates(text, exc)
     if type(obj) is not dict:
         raise MalformedFrame("frame is not a JSON object")
-    if text.count("{") + text.count("[") > MAX_DEPTH and too_deep(obj):  # fewer brackets cannot nest deeper
+    if not few_brackets(text, MAX_DEPTH) and too_deep(obj):  # fewer brackets cannot nest deeper
         raise _too_deep(text)
     kind = obj.get("type")
     if kind == "session":

@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from daemon_client._brackets import few_brackets
+from daemon_client._nesting import MAX_DEPTH
 from daemon_client.protocol import codec
 from daemon_client.protocol.codec import MalformedFrame, decode_frame
 from daemon_client.testing.replay.cassette import Recording, RecordingError
@@ -68,3 +72,25 @@ def test_a_deeply_nested_command_line_value_is_taken_as_text() -> None:
 
     assert _value(DEEP) == DEEP
     assert _value('{"a":[1]}') == {"a": [1]}
+
+
+@given(st.text(alphabet='{[]}a"é', max_size=300), st.integers(0, 40))
+def test_the_bracket_prefilter_counts_both_brackets_up_to_the_limit(text: str, limit: int) -> None:
+    """``few_brackets`` says what counting every ``{`` and ``[`` would say, for text and bytes."""
+    expected = text.count("{") + text.count("[") <= limit
+    assert few_brackets(text, limit) is expected
+    assert few_brackets(text.encode(), limit) is expected
+
+
+@pytest.mark.parametrize(("opener", "closer"), [('{"a":', "}"), ("[", "]")])
+def test_a_frame_at_the_limit_is_read_and_one_past_it_is_refused(opener: str, closer: str) -> None:
+    """A frame nested exactly ``MAX_DEPTH`` deep is read; one level more is refused, whichever
+    bracket nests it and however few brackets the rest of the frame holds."""
+
+    def frame(depth: int) -> str:  # the envelope takes three levels
+        value = opener * (depth - 3) + "1" + closer * (depth - 3)
+        return '{"type":"session","message":{"type":"x","payload":{"v":' + value + "}}}"
+
+    assert decode_frame(frame(MAX_DEPTH)).payload["v"] is not None  # type: ignore[union-attr]
+    with pytest.raises(MalformedFrame, match="nested more than"):
+        decode_frame(frame(MAX_DEPTH + 1))
