@@ -2,11 +2,10 @@
 
 A value nested ``n`` levels deep needs at least ``n`` opening brackets in its text, so a text
 holding no more ``{`` and ``[`` than the limit needs no walk of its parsed value
-(:mod:`daemon_client._nesting` owns the limit and the walk). :func:`few_brackets` finds the
-brackets one at a time with ``str.find``/``bytes.find``, which scan with ``memchr``, and stops
-at the first one past the limit: a frame of the live stream (a few brackets in some hundred
-characters) costs a few calls instead of two passes over every character, and a large frame
-with many brackets stops early. Compiled in the compiled build (:mod:`daemon_client._compiled`).
+(:mod:`daemon_client._nesting` owns the limit and the walk). :func:`few_brackets` counts the
+``{`` and looks for a ``[`` first (``in`` scans with ``memchr``, many times faster than a count),
+counting the ``[`` only when there is one: most frames of a live stream hold none, so they cost
+one counting pass instead of two. Compiled in the compiled build (:mod:`daemon_client._compiled`).
 A pure function; any thread calls it (the reader thread, for every frame).
 """
 
@@ -19,39 +18,7 @@ def few_brackets(text: str | bytes, limit: int) -> bool:
     """Whether ``text`` holds no more than ``limit`` of ``{`` and ``[`` together (so that it cannot
     nest more than ``limit`` deep)."""
     if isinstance(text, str):
-        return _few_in_text(text, limit)
-    return _few_in_bytes(text, limit)
-
-
-def _few_in_text(text: str, limit: int) -> bool:
-    found = 0
-    at = text.find("{")
-    while at >= 0:
-        found += 1
-        if found > limit:
-            return False
-        at = text.find("{", at + 1)
-    at = text.find("[")
-    while at >= 0:
-        found += 1
-        if found > limit:
-            return False
-        at = text.find("[", at + 1)
-    return True
-
-
-def _few_in_bytes(data: bytes, limit: int) -> bool:
-    found = 0
-    at = data.find(b"{")
-    while at >= 0:
-        found += 1
-        if found > limit:
-            return False
-        at = data.find(b"{", at + 1)
-    at = data.find(b"[")
-    while at >= 0:
-        found += 1
-        if found > limit:
-            return False
-        at = data.find(b"[", at + 1)
-    return True
+        found = text.count("{")
+        return found <= limit and ("[" not in text or found + text.count("[") <= limit)
+    found = text.count(b"{")
+    return found <= limit and (b"[" not in text or found + text.count(b"[") <= limit)

@@ -8,8 +8,8 @@ so that no later walk ever sees a deeper value. :func:`check` applies the limit 
 already parsed.
 
 The cost on the frame path: a text holding no more ``{`` and ``[`` than the limit cannot nest
-deeper, which :mod:`daemon_client._brackets` shows by finding them one at a time (stopping past
-the limit); only a text with more brackets is walked (without recursion, one level at a time,
+deeper, which :mod:`daemon_client._brackets` counts (one pass when the text holds no ``[``);
+only a text with more brackets is walked (without recursion, one level at a time,
 stopping at the limit). Pure functions; any thread may call them.
 """
 
