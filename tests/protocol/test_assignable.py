@@ -96,6 +96,7 @@ def test_one_subclass_per_model_from_sixteen_threads(fast_switching: None) -> No
         thread.start()
     for thread in threads:
         thread.join(10)
+    assert not any(thread.is_alive() for thread in threads)
     assert len(seen) == 16
     assert seen[0] is not None
     assert all(made is seen[0] for made in seen)
